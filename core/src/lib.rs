@@ -1,0 +1,18 @@
+//! The SimHash fingerprint of simhash_ext, free of PostgreSQL: normalize, tokenize, hash, accumulate,
+//! and cut into bands. The extension's SQL functions are thin wrappers around this crate.
+
+pub mod bands;
+pub mod error;
+pub mod fingerprint;
+pub mod hash;
+pub mod idf;
+pub mod normalize;
+pub mod options;
+pub mod stopwords;
+pub mod tokenize;
+
+pub use bands::{band, bands, hamming};
+pub use error::OptionError;
+pub use fingerprint::{accumulate, features, fingerprint, fingerprint_with, Feature};
+pub use normalize::Chunking;
+pub use options::{Options, Tokenizer, Weighting};

@@ -1,0 +1,147 @@
+//! The options of `simhash()` (SPEC §2 steps 2–5), parsed and checked once per call.
+
+use crate::error::OptionError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tokenizer {
+    /// jieba-rs `cut(text, hmm = true)`: Chinese words, Latin words and numbers.
+    Jieba,
+    /// Unicode (UAX #29) word segmentation.
+    Word,
+    /// One token per Unicode scalar value.
+    Char,
+}
+
+impl Tokenizer {
+    pub const ALLOWED: &'static str = "'jieba', 'word', 'char'";
+
+    pub fn parse(name: &str) -> Result<Self, OptionError> {
+        match name {
+            "jieba" => Ok(Tokenizer::Jieba),
+            "word" => Ok(Tokenizer::Word),
+            "char" => Ok(Tokenizer::Char),
+            other => Err(OptionError::new("tokenizer", quote(other), Self::ALLOWED.into())),
+        }
+    }
+
+    /// What joins the tokens of a shingle.
+    pub fn shingle_separator(self) -> &'static str {
+        match self {
+            Tokenizer::Jieba | Tokenizer::Word => " ",
+            Tokenizer::Char => "",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weighting {
+    /// Occurrences of the feature.
+    Tf,
+    /// 1 per distinct feature.
+    Binary,
+    /// Occurrences times jieba-rs's IDF (median IDF for unknown tokens); `shingle = 1` only.
+    TfIdf,
+}
+
+impl Weighting {
+    pub const ALLOWED: &'static str = "'tf', 'binary', 'tfidf'";
+
+    pub fn parse(name: &str) -> Result<Self, OptionError> {
+        match name {
+            "tf" => Ok(Weighting::Tf),
+            "binary" => Ok(Weighting::Binary),
+            "tfidf" => Ok(Weighting::TfIdf),
+            other => Err(OptionError::new("weighting", quote(other), Self::ALLOWED.into())),
+        }
+    }
+}
+
+/// Longest shingle accepted: each feature joins `shingle` tokens, so the cost grows with it.
+pub const MAX_SHINGLE: i32 = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub tokenizer: Tokenizer,
+    pub shingle: usize,
+    pub weighting: Weighting,
+    pub stopwords: bool,
+}
+
+impl Default for Options {
+    /// The SQL defaults: jieba, single tokens, term frequency, stop words dropped.
+    fn default() -> Self {
+        Options {
+            tokenizer: Tokenizer::Jieba,
+            shingle: 1,
+            weighting: Weighting::Tf,
+            stopwords: true,
+        }
+    }
+}
+
+impl Options {
+    /// Parses the SQL arguments, naming the first bad option and its allowed values.
+    pub fn parse(
+        tokenizer: &str,
+        shingle: i32,
+        weighting: &str,
+        stopwords: bool,
+    ) -> Result<Self, OptionError> {
+        let tokenizer = Tokenizer::parse(tokenizer)?;
+        if !(1..=MAX_SHINGLE).contains(&shingle) {
+            return Err(OptionError::new(
+                "shingle",
+                shingle.to_string(),
+                format!("an integer from 1 to {MAX_SHINGLE}"),
+            ));
+        }
+        let weighting = Weighting::parse(weighting)?;
+        if weighting == Weighting::TfIdf && shingle != 1 {
+            return Err(OptionError::new(
+                "weighting",
+                format!("'tfidf' with shingle = {shingle}"),
+                "'tfidf' only with shingle = 1; 'tf' or 'binary' with any shingle".into(),
+            ));
+        }
+        Ok(Options {
+            tokenizer,
+            shingle: shingle as usize,
+            weighting,
+            stopwords,
+        })
+    }
+}
+
+fn quote(s: &str) -> String {
+    let shown: String = s.chars().take(40).collect();
+    let ellipsis = if shown.len() < s.len() { "..." } else { "" };
+    format!("'{shown}{ellipsis}'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse() {
+        assert_eq!(Options::parse("jieba", 1, "tf", true).unwrap(), Options::default());
+    }
+
+    #[test]
+    fn each_bad_option_is_named() {
+        let e = Options::parse("bpe", 1, "tf", true).unwrap_err();
+        assert_eq!((e.option, e.value.as_str()), ("tokenizer", "'bpe'"));
+        assert!(e.to_string().contains("'jieba', 'word', 'char'"));
+        assert_eq!(Options::parse("char", 0, "tf", true).unwrap_err().option, "shingle");
+        assert_eq!(Options::parse("char", 65, "tf", true).unwrap_err().option, "shingle");
+        assert_eq!(Options::parse("char", 1, "bm25", true).unwrap_err().option, "weighting");
+        assert_eq!(Options::parse("word", 2, "tfidf", true).unwrap_err().option, "weighting");
+        assert!(Options::parse("Jieba", 1, "tf", true).is_err(), "option values are case-sensitive");
+    }
+
+    #[test]
+    fn long_bad_values_are_shortened() {
+        let e = Tokenizer::parse(&"x".repeat(1000)).unwrap_err();
+        assert!(e.value.len() < 50);
+    }
+}

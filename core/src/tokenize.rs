@@ -1,0 +1,90 @@
+//! Tokenizers (SPEC §2 step 2) and the token filter (step 3).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use jieba_rs::Jieba;
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::options::Tokenizer;
+use crate::stopwords::is_stop_word;
+
+static JIEBA: OnceLock<Jieba> = OnceLock::new();
+static JIEBA_LOADS: AtomicUsize = AtomicUsize::new(0);
+
+/// The jieba-rs segmenter with its built-in dictionary, built on first use (a few hundred ms).
+pub fn jieba() -> &'static Jieba {
+    JIEBA.get_or_init(|| {
+        JIEBA_LOADS.fetch_add(1, Ordering::Relaxed);
+        Jieba::new()
+    })
+}
+
+/// Whether this process has built the jieba dictionary yet.
+pub fn jieba_loaded() -> bool {
+    JIEBA.get().is_some()
+}
+
+/// How many times this process has built the jieba dictionary: 0 or 1.
+pub fn jieba_loads() -> usize {
+    JIEBA_LOADS.load(Ordering::Relaxed)
+}
+
+/// Calls `f` with every token of an already normalized text, in order, before filtering.
+pub fn for_each_token<'t>(text: &'t str, tokenizer: Tokenizer, mut f: impl FnMut(&'t str)) {
+    match tokenizer {
+        Tokenizer::Jieba => jieba().cut(text, true).into_iter().for_each(|t| f(t.word)),
+        Tokenizer::Word => text.split_word_bounds().for_each(f),
+        Tokenizer::Char => text
+            .char_indices()
+            .for_each(|(i, c)| f(&text[i..i + c.len_utf8()])),
+    }
+}
+
+/// Step 3: a token is kept when it has an alphanumeric character and is not a dropped stop word.
+#[inline]
+pub fn keep(token: &str, stopwords: bool) -> bool {
+    token.chars().any(char::is_alphanumeric) && !(stopwords && is_stop_word(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(text: &str, tokenizer: Tokenizer, stopwords: bool) -> Vec<&str> {
+        let mut out = Vec::new();
+        for_each_token(text, tokenizer, |t| {
+            if keep(t, stopwords) {
+                out.push(t)
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn jieba_cuts_chinese_words_and_latin_words() {
+        assert_eq!(
+            kept("我们去北京看电影, version 2.0 released", Tokenizer::Jieba, false),
+            vec!["我们", "去", "北京", "看", "电影", "version", "2.0", "released"]
+        );
+    }
+
+    #[test]
+    fn word_follows_uax29() {
+        assert_eq!(
+            kept("the cat's 3.14 naïve-words", Tokenizer::Word, false),
+            vec!["the", "cat's", "3.14", "naïve", "words"]
+        );
+    }
+
+    #[test]
+    fn char_gives_scalar_values_and_filters_punctuation() {
+        assert_eq!(kept("a,b 中!", Tokenizer::Char, false), vec!["a", "b", "中"]);
+    }
+
+    #[test]
+    fn stop_words_are_dropped_only_when_asked() {
+        assert_eq!(kept("the news of the day", Tokenizer::Word, true), vec!["news", "day"]);
+        assert_eq!(kept("the news", Tokenizer::Word, false), vec!["the", "news"]);
+    }
+}
