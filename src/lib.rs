@@ -1,3 +1,33 @@
+//! simhash_ext: near-duplicate text detection in PostgreSQL. The algorithm lives in the
+//! `simhash_core` crate; the modules here only carry it to SQL.
+
 use pgrx::prelude::*;
 
+mod bands;
+mod errors;
+mod fingerprint;
+mod text;
+
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
 ::pgrx::pg_module_magic!(name, version);
+
+/// Loaded by `shared_preload_libraries`, the postmaster builds the jieba dictionary once and every
+/// backend inherits it; otherwise it is built on a backend's first jieba call (SPEC §5).
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        simhash_core::tokenize::jieba();
+    }
+}
+
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}

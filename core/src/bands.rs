@@ -76,7 +76,10 @@ mod tests {
             assert_eq!(widths.iter().sum::<u32>(), 64);
             assert!(widths.iter().all(|&w| w == 64 / n || w == 64 / n + 1));
         }
-        assert_eq!(bands(u64::MAX, 3).unwrap(), vec![(1 << 21) - 1, (1 << 21) - 1, (1 << 22) - 1]);
+        assert_eq!(
+            bands(u64::MAX, 3).unwrap(),
+            vec![(1 << 21) - 1, (1 << 21) - 1, (1 << 22) - 1]
+        );
         assert_eq!(bands(u64::MAX, 64).unwrap(), vec![1; 64]);
     }
 

@@ -12,7 +12,11 @@ pub struct OptionError {
 
 impl OptionError {
     pub fn new(option: &'static str, value: String, allowed: String) -> Self {
-        OptionError { option, value, allowed }
+        OptionError {
+            option,
+            value,
+            allowed,
+        }
     }
 }
 

@@ -133,9 +133,8 @@ impl BitCounts {
     }
 
     fn fingerprint(&self) -> Option<u64> {
-        (self.total > 0).then(|| {
-            (0..64).fold(0u64, |fp, i| fp | (u64::from(2 * self.ones[i] > self.total) << i))
-        })
+        (self.total > 0)
+            .then(|| (0..64).fold(0u64, |fp, i| fp | (u64::from(2 * self.ones[i] > self.total) << i)))
     }
 }
 
@@ -296,26 +295,63 @@ mod tests {
         let f = features("ab", &char_opts(3), &mut || {});
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].text, "ab");
-        let w = features("hello world", &Options { tokenizer: Tokenizer::Word, shingle: 3, ..Options::default() }, &mut || {});
+        let w = features(
+            "hello world",
+            &Options {
+                tokenizer: Tokenizer::Word,
+                shingle: 3,
+                ..Options::default()
+            },
+            &mut || {},
+        );
         assert_eq!(w[0].text, "hello world");
     }
 
     #[test]
     fn shingles_are_joined_by_the_tokenizer_separator() {
-        let words = Options { tokenizer: Tokenizer::Word, shingle: 2, stopwords: false, ..Options::default() };
-        let texts: Vec<String> = features("one two three", &words, &mut || {}).into_iter().map(|f| f.text).collect();
+        let words = Options {
+            tokenizer: Tokenizer::Word,
+            shingle: 2,
+            stopwords: false,
+            ..Options::default()
+        };
+        let texts: Vec<String> = features("one two three", &words, &mut || {})
+            .into_iter()
+            .map(|f| f.text)
+            .collect();
         assert_eq!(texts, vec!["one two", "two three"]);
-        let texts: Vec<String> = features("abcd", &char_opts(2), &mut || {}).into_iter().map(|f| f.text).collect();
+        let texts: Vec<String> = features("abcd", &char_opts(2), &mut || {})
+            .into_iter()
+            .map(|f| f.text)
+            .collect();
         assert_eq!(texts, vec!["ab", "bc", "cd"]);
     }
 
     #[test]
     fn weights_follow_the_weighting() {
-        let tf = features("a b a", &Options { tokenizer: Tokenizer::Word, stopwords: false, ..Options::default() }, &mut || {});
+        let tf = features(
+            "a b a",
+            &Options {
+                tokenizer: Tokenizer::Word,
+                stopwords: false,
+                ..Options::default()
+            },
+            &mut || {},
+        );
         assert_eq!(tf.iter().map(|f| f.weight).collect::<Vec<_>>(), vec![2.0, 1.0]);
-        let bin = Options { tokenizer: Tokenizer::Word, weighting: Weighting::Binary, stopwords: false, ..Options::default() };
-        assert!(features("a b a", &bin, &mut || {}).iter().all(|f| f.weight == 1.0));
-        let tfidf = Options { weighting: Weighting::TfIdf, ..Options::default() };
+        let bin = Options {
+            tokenizer: Tokenizer::Word,
+            weighting: Weighting::Binary,
+            stopwords: false,
+            ..Options::default()
+        };
+        assert!(features("a b a", &bin, &mut || {})
+            .iter()
+            .all(|f| f.weight == 1.0));
+        let tfidf = Options {
+            weighting: Weighting::TfIdf,
+            ..Options::default()
+        };
         let f = features("新闻 新闻 天气", &tfidf, &mut || {});
         assert_eq!(f[0].weight, 2.0 * IdfTable::get().idf("新闻"));
     }
@@ -324,16 +360,35 @@ mod tests {
     fn interrupt_runs_once_per_chunk() {
         let text = "word ".repeat(100);
         let mut calls = 0;
-        fingerprint_with(&text, &Options::default(), Chunking { target: 50, limit: 10 }, &mut || calls += 1);
+        fingerprint_with(
+            &text,
+            &Options::default(),
+            Chunking {
+                target: 50,
+                limit: 10,
+            },
+            &mut || calls += 1,
+        );
         assert!(calls >= 10, "{calls}");
     }
 
     fn all_options() -> Vec<Options> {
         let mut out = Vec::new();
         for tokenizer in [Tokenizer::Jieba, Tokenizer::Word, Tokenizer::Char] {
-            for (shingle, weighting) in [(1, Weighting::Tf), (1, Weighting::Binary), (1, Weighting::TfIdf), (3, Weighting::Tf), (2, Weighting::Binary)] {
+            for (shingle, weighting) in [
+                (1, Weighting::Tf),
+                (1, Weighting::Binary),
+                (1, Weighting::TfIdf),
+                (3, Weighting::Tf),
+                (2, Weighting::Binary),
+            ] {
                 for stopwords in [false, true] {
-                    out.push(Options { tokenizer, shingle, weighting, stopwords });
+                    out.push(Options {
+                        tokenizer,
+                        shingle,
+                        weighting,
+                        stopwords,
+                    });
                 }
             }
         }
@@ -344,10 +399,21 @@ mod tests {
     fn small_edit_moves_few_bits_unrelated_texts_are_far() {
         let zh = include_str!("../../tests/data/long_zh.txt");
         let en = include_str!("../../tests/data/long_en.txt");
-        for opts in [Options::default(), Options { tokenizer: Tokenizer::Word, ..Options::default() }] {
+        for opts in [
+            Options::default(),
+            Options {
+                tokenizer: Tokenizer::Word,
+                ..Options::default()
+            },
+        ] {
             for doc in [zh, en] {
-                let edited = doc.replacen("。", "，据报道。", 1).replacen(". ", ", it is said. ", 1);
-                let d = hamming(fingerprint(doc, &opts).unwrap(), fingerprint(&edited, &opts).unwrap());
+                let edited = doc
+                    .replacen("。", "，据报道。", 1)
+                    .replacen(". ", ", it is said. ", 1);
+                let d = hamming(
+                    fingerprint(doc, &opts).unwrap(),
+                    fingerprint(&edited, &opts).unwrap(),
+                );
                 assert!(d <= 3, "a one-clause edit moved {d} bits with {opts:?}");
             }
             let d = hamming(fingerprint(zh, &opts).unwrap(), fingerprint(en, &opts).unwrap());

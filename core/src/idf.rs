@@ -115,7 +115,11 @@ mod tests {
     #[test]
     fn table_matches_jieba_keyword_weights() {
         let table = IdfTable::get();
-        assert!(table.len() > 100_000, "IDF table has only {} entries", table.len());
+        assert!(
+            table.len() > 100_000,
+            "IDF table has only {} entries",
+            table.len()
+        );
         let jieba = Jieba::new();
         let mut tfidf = TfIdf::default();
         *tfidf.config_mut() = KeywordExtractConfig::builder().min_keyword_length(1).build();

@@ -42,10 +42,7 @@ fn is_safe_break(c: char, next: char) -> bool {
 
 /// Splits `text` into consecutive chunks whose concatenation is `text`.
 pub fn chunks(text: &str, chunking: Chunking) -> Chunks<'_> {
-    Chunks {
-        rest: text,
-        chunking,
-    }
+    Chunks { rest: text, chunking }
 }
 
 pub struct Chunks<'a> {
@@ -116,7 +113,10 @@ mod tests {
 
     #[test]
     fn chunks_break_after_spaces_and_cjk_stops() {
-        let small = Chunking { target: 4, limit: 100 };
+        let small = Chunking {
+            target: 4,
+            limit: 100,
+        };
         let parts: Vec<&str> = chunks("abcdef ghij。中文", small).collect();
         assert_eq!(parts, vec!["abcdef ", "ghij。", "中文"]);
     }

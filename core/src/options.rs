@@ -124,7 +124,10 @@ mod tests {
 
     #[test]
     fn defaults_parse() {
-        assert_eq!(Options::parse("jieba", 1, "tf", true).unwrap(), Options::default());
+        assert_eq!(
+            Options::parse("jieba", 1, "tf", true).unwrap(),
+            Options::default()
+        );
     }
 
     #[test]
@@ -132,11 +135,26 @@ mod tests {
         let e = Options::parse("bpe", 1, "tf", true).unwrap_err();
         assert_eq!((e.option, e.value.as_str()), ("tokenizer", "'bpe'"));
         assert!(e.to_string().contains("'jieba', 'word', 'char'"));
-        assert_eq!(Options::parse("char", 0, "tf", true).unwrap_err().option, "shingle");
-        assert_eq!(Options::parse("char", 65, "tf", true).unwrap_err().option, "shingle");
-        assert_eq!(Options::parse("char", 1, "bm25", true).unwrap_err().option, "weighting");
-        assert_eq!(Options::parse("word", 2, "tfidf", true).unwrap_err().option, "weighting");
-        assert!(Options::parse("Jieba", 1, "tf", true).is_err(), "option values are case-sensitive");
+        assert_eq!(
+            Options::parse("char", 0, "tf", true).unwrap_err().option,
+            "shingle"
+        );
+        assert_eq!(
+            Options::parse("char", 65, "tf", true).unwrap_err().option,
+            "shingle"
+        );
+        assert_eq!(
+            Options::parse("char", 1, "bm25", true).unwrap_err().option,
+            "weighting"
+        );
+        assert_eq!(
+            Options::parse("word", 2, "tfidf", true).unwrap_err().option,
+            "weighting"
+        );
+        assert!(
+            Options::parse("Jieba", 1, "tf", true).is_err(),
+            "option values are case-sensitive"
+        );
     }
 
     #[test]

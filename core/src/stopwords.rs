@@ -23,7 +23,11 @@ pub fn is_stop_word(token: &str) -> bool {
 
 /// Every stop word, for documentation and tests.
 pub fn all() -> impl Iterator<Item = &'static str> {
-    ENGLISH.lines().chain(CHINESE.lines()).map(str::trim).filter(|w| !w.is_empty())
+    ENGLISH
+        .lines()
+        .chain(CHINESE.lines())
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
 }
 
 #[cfg(test)]

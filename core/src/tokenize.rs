@@ -84,7 +84,10 @@ mod tests {
 
     #[test]
     fn stop_words_are_dropped_only_when_asked() {
-        assert_eq!(kept("the news of the day", Tokenizer::Word, true), vec!["news", "day"]);
+        assert_eq!(
+            kept("the news of the day", Tokenizer::Word, true),
+            vec!["news", "day"]
+        );
         assert_eq!(kept("the news", Tokenizer::Word, false), vec!["the", "news"]);
     }
 }

@@ -1,0 +1,23 @@
+//! Hamming distance and bands in SQL (SPEC §3).
+
+use pgrx::prelude::*;
+
+use crate::errors::OrRaise;
+
+/// Number of differing bits between two fingerprints, 0..64.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn hamming(a: i64, b: i64) -> i32 {
+    simhash_core::hamming(a as u64, b as u64) as i32
+}
+
+/// The fingerprint cut into `nbands` unsigned bands, band 0 holding the least significant bits.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_bands(fp: i64, nbands: default!(i32, 4)) -> Vec<i32> {
+    simhash_core::bands(fp as u64, nbands).or_raise()
+}
+
+/// One band of the fingerprint, for generated columns and expression indexes.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_band(fp: i64, band: i32, nbands: default!(i32, 4)) -> i32 {
+    simhash_core::band(fp as u64, band, nbands).or_raise()
+}

@@ -1,0 +1,49 @@
+//! `simhash()` and `simhash_features()` in SQL (SPEC §2–3).
+
+use pgrx::prelude::*;
+use simhash_core::{Chunking, Options};
+
+use crate::errors::OrRaise;
+use crate::text::Text;
+
+fn options(tokenizer: &Text, shingle: i32, weighting: &Text, stopwords: bool) -> Options {
+    Options::parse(&tokenizer.to_utf8(), shingle, &weighting.to_utf8(), stopwords).or_raise()
+}
+
+/// Lets `statement_timeout` and query cancel stop a long text between chunks.
+fn check_interrupts() {
+    pg_sys::check_for_interrupts!();
+}
+
+/// The 64-bit SimHash fingerprint of `doc`, or NULL when the text has no features.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash(
+    doc: Text,
+    tokenizer: default!(Text, "'jieba'"),
+    shingle: default!(i32, 1),
+    weighting: default!(Text, "'tf'"),
+    stopwords: default!(bool, true),
+) -> Option<i64> {
+    let options = options(&tokenizer, shingle, &weighting, stopwords);
+    simhash_core::fingerprint_with(
+        &doc.to_utf8(),
+        &options,
+        Chunking::default(),
+        &mut check_interrupts,
+    )
+    .map(|fp| fp as i64)
+}
+
+/// The features behind a fingerprint, in order of first occurrence, with their weights and hashes.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_features(
+    doc: Text,
+    tokenizer: default!(Text, "'jieba'"),
+    shingle: default!(i32, 1),
+    weighting: default!(Text, "'tf'"),
+    stopwords: default!(bool, true),
+) -> TableIterator<'static, (name!(feature, String), name!(weight, f64), name!(hash, i64))> {
+    let options = options(&tokenizer, shingle, &weighting, stopwords);
+    let features = simhash_core::features(&doc.to_utf8(), &options, &mut check_interrupts);
+    TableIterator::new(features.into_iter().map(|f| (f.text, f.weight, f.hash as i64)))
+}
