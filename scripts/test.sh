@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine (as root): lint, unit tests of the pure core,
+# #[pg_test]s, pg_regress goldens and isolation specs against a real PostgreSQL 15 server.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$ROOT"
+
+REGRESS_DIR=/tmp/simhash-regress
+REGRESS_PORT=54331
+PGXS=$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")
+failed=()
+
+ensure_tools
+
+log "cargo fmt --check"
+cargo fmt --all --check || failed+=(fmt)
+
+log "cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings || failed+=(clippy)
+
+log "unit tests of the pure core (golden vectors, properties)"
+cargo test --release -p simhash_core || failed+=(core)
+
+log "#[pg_test]s"
+install -d -o postgres -g postgres /tmp/simhash-pgrx-test
+CARGO_PGRX_TEST_RUNAS=postgres CARGO_PGRX_TEST_PGDATA=/tmp/simhash-pgrx-test/pgdata \
+    cargo pgrx test pg15 || failed+=(pg_test)
+
+install_extension
+log "pg_regress and isolation tests on a throwaway server (port $REGRESS_PORT)"
+start_server "$REGRESS_DIR" "$REGRESS_PORT"
+trap 'stop_server "$REGRESS_DIR"' EXIT
+out=$REGRESS_DIR/out
+install -d "$out"
+regress_tests=$(cd tests/pg_regress/sql && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | sort)
+"$PGXS/test/regress/pg_regress" --bindir="$PG_BIN" --host=/tmp --port="$REGRESS_PORT" --user=postgres \
+    --inputdir=tests/pg_regress --outputdir="$out/regress" --dbname=simhash_regress \
+    --load-extension=simhash_ext $regress_tests || {
+    failed+=(pg_regress)
+    cat "$out/regress/regression.diffs" 2>/dev/null || true
+}
+if [ -d tests/isolation/specs ]; then
+    isolation_tests=$(cd tests/isolation/specs && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | sort)
+    "$PGXS/test/isolation/pg_isolation_regress" --bindir="$PG_BIN" --host=/tmp --port="$REGRESS_PORT" \
+        --user=postgres --inputdir=tests/isolation --outputdir="$out/isolation" --dbname=simhash_isolation \
+        --load-extension=simhash_ext $isolation_tests || {
+        failed+=(isolation)
+        cat "$out/isolation/regression.diffs" 2>/dev/null || true
+    }
+fi
+
+if ((${#failed[@]})); then
+    log "FAILED: ${failed[*]}"
+    exit 1
+fi
+log "all test suites passed"
