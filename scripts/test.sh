@@ -8,6 +8,8 @@ REGRESS_DIR=/tmp/simhash-regress
 REGRESS_PORT=54331
 PGXS=$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")
 failed=()
+suites=(fmt clippy core pg_test pg_regress)
+[ -d tests/isolation/specs ] && suites+=(isolation)
 
 ensure_tools
 
@@ -48,8 +50,9 @@ if [ -d tests/isolation/specs ]; then
     }
 fi
 
+echo
+echo "suites: $((${#suites[@]} - ${#failed[@]})) passed, ${#failed[@]} failed"
 if ((${#failed[@]})); then
     log "FAILED: ${failed[*]}"
     exit 1
 fi
-log "all test suites passed"
