@@ -11,7 +11,7 @@ fn options(tokenizer: &Text, shingle: i32, weighting: &Text, stopwords: bool) ->
 }
 
 /// Lets `statement_timeout` and query cancel stop a long text between chunks.
-fn check_interrupts() {
+pub(crate) fn check_interrupts() {
     pg_sys::check_for_interrupts!();
 }
 

@@ -6,7 +6,9 @@ use pgrx::prelude::*;
 mod bands;
 mod errors;
 mod fingerprint;
+mod tables;
 mod text;
+mod trigger;
 
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;

@@ -41,6 +41,14 @@ unsafe impl SqlTranslatable for Text {
 }
 
 impl Text {
+    /// Wraps a non-NULL text datum, detoasting it only when it is toasted.
+    ///
+    /// # Safety
+    /// `datum` must be a non-NULL `text` (or other varlena of text bytes) datum.
+    pub unsafe fn from_raw_datum(datum: pg_sys::Datum) -> Text {
+        Text(unsafe { pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr()) })
+    }
+
     fn bytes(&self) -> &[u8] {
         unsafe {
             let len = pgrx::varsize_any_exhdr(self.0);

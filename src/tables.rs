@@ -1,0 +1,269 @@
+//! Table helpers (SPEC §4): attach and detach near-duplicate detection, list attachments, and look up
+//! a table's near-duplicates of a text or fingerprint. DDL orchestration is plain PL/pgSQL; the
+//! per-row work lives in the trigger (`trigger.rs`).
+
+use pgrx::prelude::*;
+
+/// Splits `pg_trigger.tgargs` (each argument NUL-terminated) into its arguments.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_trigger_args(tgargs: &[u8]) -> Vec<String> {
+    let mut args: Vec<String> = tgargs
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    if tgargs.last() == Some(&0) {
+        args.pop();
+    }
+    args
+}
+
+extension_sql!(
+    r#"
+COMMENT ON FUNCTION simhash_trigger_args(bytea) IS 'Internal: the arguments of a simhash_trigger() trigger';
+
+CREATE FUNCTION simhash_primary_key(table_name regclass)
+RETURNS TABLE (attname name, atttype text, ord int)
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT a.attname, format_type(a.atttypid, a.atttypmod), k.ord::int
+  FROM pg_index i
+  CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+  WHERE i.indrelid = table_name AND i.indisprimary
+  ORDER BY k.ord
+$$;
+COMMENT ON FUNCTION simhash_primary_key(regclass) IS 'The primary key columns of a table, in key order';
+
+CREATE TYPE simhash_attachment AS (
+  table_name regclass, text_column name, fingerprint_column name, band_columns name[], max_distance int,
+  on_duplicate text, flag_column name, tokenizer text, shingle int, weighting text, stopwords boolean,
+  trigger_name name);
+
+CREATE FUNCTION simhash_attachments()
+RETURNS SETOF simhash_attachment
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT t.tgrelid::regclass, a[1]::name, (a[1] || '_simhash')::name,
+         ARRAY(SELECT (a[1] || '_band' || i)::name FROM generate_series(0, a[2]::int - 1) i),
+         a[3]::int, a[4], CASE WHEN a[4] = 'flag' THEN (a[1] || '_duplicate_of')::name END,
+         a[5], a[6]::int, a[7], a[8]::boolean, t.tgname
+  FROM pg_trigger t
+  CROSS JOIN LATERAL @extschema@.simhash_trigger_args(t.tgargs) AS a
+  WHERE t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure
+$$;
+COMMENT ON FUNCTION simhash_attachments() IS 'Every text column attached with simhash_attach(), with its settings';
+
+CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 3,
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'jieba',
+                               shingle int DEFAULT 1, weighting text DEFAULT 'tf',
+                               stopwords boolean DEFAULT true)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  nbands int;
+  fp name := text_column || '_simhash';
+  kind "char";
+  column_type regtype;
+  key_type text := 'text';
+  bands text;
+BEGIN
+  IF table_name IS NULL OR text_column IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  IF max_distance IS NULL OR max_distance < 0 OR max_distance > 63 THEN
+    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 63',
+      coalesce(max_distance::text, 'NULL') USING ERRCODE = '22023';
+  END IF;
+  IF on_duplicate IS NULL OR on_duplicate NOT IN ('none', 'error', 'skip', 'flag') THEN
+    RAISE EXCEPTION 'invalid value for option "on_duplicate": %; allowed: ''none'', ''error'', ''skip'', ''flag''',
+      coalesce(quote_literal(on_duplicate), 'NULL') USING ERRCODE = '22023';
+  END IF;
+  IF tokenizer IS NULL OR shingle IS NULL OR weighting IS NULL OR stopwords IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach: fingerprint options must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  -- Checks the fingerprint options (raises 22023 naming a bad one).
+  PERFORM @extschema@.simhash('', tokenizer, shingle, weighting, stopwords);
+
+  SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = table_name;
+  IF kind <> 'r' THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is not an ordinary table', table_name
+      USING ERRCODE = '42809', HINT = 'Partitioned tables, views and foreign tables are not supported; attach each partition.';
+  END IF;
+  SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END::regtype INTO column_type
+  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+  WHERE a.attrelid = table_name AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+  IF column_type IS NULL THEN
+    RAISE EXCEPTION 'column "%" of relation "%" does not exist', text_column, table_name USING ERRCODE = '42703';
+  END IF;
+  IF column_type NOT IN ('text'::regtype, 'character varying'::regtype, 'character'::regtype) THEN
+    RAISE EXCEPTION 'simhash_attach: column "%" has type %, not text', text_column, column_type
+      USING ERRCODE = '42804', HINT = 'Attach a text, varchar or char column.';
+  END IF;
+  IF EXISTS (SELECT FROM @extschema@.simhash_attachments() s
+             WHERE s.table_name = simhash_attach.table_name AND s.text_column = simhash_attach.text_column) THEN
+    RAISE EXCEPTION 'column "%" of "%" is already attached', text_column, table_name
+      USING ERRCODE = '42710', HINT = 'Detach it first with simhash_detach().';
+  END IF;
+  IF octet_length(text_column) > 63 - length('_duplicate_of') THEN
+    RAISE EXCEPTION 'simhash_attach: column name "%" is too long to derive column names from', text_column
+      USING ERRCODE = '42622';
+  END IF;
+
+  -- With n bands, distance n-1 always shares a band: keep the pre-filter exact up to max_distance.
+  nbands := greatest(4, max_distance + 1);
+  IF on_duplicate = 'flag' AND (SELECT count(*) FROM @extschema@.simhash_primary_key(table_name)) = 1 THEN
+    SELECT p.atttype INTO key_type FROM @extschema@.simhash_primary_key(table_name) p;
+  END IF;
+
+  -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
+  -- the band columns are generated from it.
+  EXECUTE format('ALTER TABLE %s ADD COLUMN %I bigint', table_name, fp);
+  EXECUTE format('UPDATE %s SET %I = @extschema@.simhash(%I, %L, %s, %L, %L)',
+                 table_name, fp, text_column, tokenizer, shingle, weighting, stopwords);
+  SELECT string_agg(format('ADD COLUMN %I int GENERATED ALWAYS AS (@extschema@.simhash_band(%I, %s, %s)) STORED',
+                           text_column || '_band' || i, fp, i, nbands), ', ' ORDER BY i)
+  INTO bands FROM generate_series(0, nbands - 1) i;
+  IF on_duplicate = 'flag' THEN
+    bands := bands || format(', ADD COLUMN %I %s', text_column || '_duplicate_of', key_type);
+  END IF;
+  EXECUTE format('ALTER TABLE %s %s', table_name, bands);
+  FOR i IN 0 .. nbands - 1 LOOP
+    EXECUTE format('CREATE INDEX ON %s (%I)', table_name, text_column || '_band' || i);
+  END LOOP;
+  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
+                 'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L)',
+                 'simhash_' || text_column, table_name, text_column, nbands, max_distance, on_duplicate,
+                 tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END);
+END
+$$;
+COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean) IS
+  'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table';
+
+CREATE FUNCTION simhash_find_attachment(table_name regclass, text_column name)
+RETURNS @extschema@.simhash_attachment
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  found @extschema@.simhash_attachment;
+  matches int;
+BEGIN
+  SELECT count(*) INTO matches FROM @extschema@.simhash_attachments() s
+  WHERE s.table_name = simhash_find_attachment.table_name
+    AND (simhash_find_attachment.text_column IS NULL OR s.text_column = simhash_find_attachment.text_column);
+  IF matches = 0 THEN
+    RAISE EXCEPTION '% is not attached', CASE WHEN text_column IS NULL THEN format('table "%s"', table_name)
+                                              ELSE format('column "%s" of "%s"', text_column, table_name) END
+      USING ERRCODE = '42704', HINT = 'Attach it first with simhash_attach().';
+  ELSIF matches > 1 THEN
+    RAISE EXCEPTION 'table "%" has % attached columns: name one with text_column', table_name, matches
+      USING ERRCODE = '42725';
+  END IF;
+  SELECT * INTO found FROM @extschema@.simhash_attachments() s
+  WHERE s.table_name = simhash_find_attachment.table_name
+    AND (simhash_find_attachment.text_column IS NULL OR s.text_column = simhash_find_attachment.text_column);
+  RETURN found;
+END
+$$;
+COMMENT ON FUNCTION simhash_find_attachment(regclass, name) IS
+  'The attachment of a table (and column, when it has several), or an error';
+
+CREATE FUNCTION simhash_detach(table_name regclass, text_column name DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := @extschema@.simhash_find_attachment(table_name, text_column);
+BEGIN
+  EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
+  EXECUTE format('ALTER TABLE %s %s, DROP COLUMN %I%s', att.table_name,
+                 (SELECT string_agg(format('DROP COLUMN %I', b), ', ') FROM unnest(att.band_columns) b),
+                 att.fingerprint_column,
+                 CASE WHEN att.flag_column IS NOT NULL THEN format(', DROP COLUMN %I', att.flag_column) ELSE '' END);
+END
+$$;
+COMMENT ON FUNCTION simhash_detach(regclass, name) IS
+  'Removes the trigger, fingerprint, band and flag columns (and so the band indexes) that simhash_attach() added';
+
+CREATE FUNCTION simhash_near_duplicates(rel anyelement, fingerprint bigint, max_distance int DEFAULT NULL,
+                                        text_column name DEFAULT NULL)
+RETURNS TABLE (item anyelement, distance int)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  table_oid oid;
+  att @extschema@.simhash_attachment;
+  k int;
+  nbands int;
+  candidates text := 'true';
+BEGIN
+  SELECT typrelid INTO table_oid FROM pg_type WHERE oid = pg_typeof(rel);
+  IF table_oid IS NULL OR table_oid = 0 THEN
+    RAISE EXCEPTION 'simhash_near_duplicates: the first argument must be a row of the table, as in NULL::my_table'
+      USING ERRCODE = '42809';
+  END IF;
+  att := @extschema@.simhash_find_attachment(table_oid::regclass, text_column);
+  k := coalesce(max_distance, att.max_distance);
+  IF k < 0 OR k > 64 THEN
+    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 64', k
+      USING ERRCODE = '22023';
+  END IF;
+  IF fingerprint IS NULL THEN
+    RETURN;
+  END IF;
+  nbands := cardinality(att.band_columns);
+  -- Pigeonhole: within distance nbands-1 a match shares a band, so the band indexes find them all.
+  -- Beyond that only a full scan is exact.
+  IF k < nbands THEN
+    SELECT string_agg(format('t.%I = %s', att.band_columns[i + 1],
+                             @extschema@.simhash_band(fingerprint, i, nbands)), ' OR ')
+    INTO candidates FROM generate_series(0, nbands - 1) i;
+  END IF;
+  RETURN QUERY EXECUTE format(
+    'SELECT t, @extschema@.hamming(t.%1$I, $1) FROM %2$s t WHERE (%3$s) AND @extschema@.hamming(t.%1$I, $1) <= $2 '
+    'ORDER BY 2', att.fingerprint_column, att.table_name, candidates)
+    USING fingerprint, k;
+END
+$$;
+COMMENT ON FUNCTION simhash_near_duplicates(anyelement, bigint, int, name) IS
+  'Rows of an attached table within max_distance of a fingerprint, nearest first';
+
+CREATE FUNCTION simhash_near_duplicates(rel anyelement, doc text, max_distance int DEFAULT NULL,
+                                        text_column name DEFAULT NULL)
+RETURNS TABLE (item anyelement, distance int)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  table_oid oid;
+  att @extschema@.simhash_attachment;
+BEGIN
+  SELECT typrelid INTO table_oid FROM pg_type WHERE oid = pg_typeof(rel);
+  IF table_oid IS NULL OR table_oid = 0 THEN
+    RAISE EXCEPTION 'simhash_near_duplicates: the first argument must be a row of the table, as in NULL::my_table'
+      USING ERRCODE = '42809';
+  END IF;
+  att := @extschema@.simhash_find_attachment(table_oid::regclass, text_column);
+  RETURN QUERY SELECT * FROM @extschema@.simhash_near_duplicates(
+    rel, @extschema@.simhash(doc, att.tokenizer, att.shingle, att.weighting, att.stopwords),
+    max_distance, att.text_column);
+END
+$$;
+COMMENT ON FUNCTION simhash_near_duplicates(anyelement, text, int, name) IS
+  'Rows of an attached table within max_distance of a text (fingerprinted with the table''s options), nearest first';
+"#,
+    name = "simhash_tables",
+    requires = [
+        "simhash_trigger",
+        simhash_trigger_args,
+        simhash,
+        simhash_band,
+        hamming
+    ]
+);

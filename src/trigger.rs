@@ -1,0 +1,465 @@
+//! The trigger that `simhash_attach()` puts on a table (SPEC §4): it computes the fingerprint once per
+//! row write (the band columns are generated from it), and in `error`, `skip` or `flag` mode looks for
+//! an existing near-duplicate under advisory locks, so that two concurrent near-duplicate writes never
+//! both succeed.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+
+use pgrx::prelude::*;
+use simhash_core::{Chunking, Options};
+
+use crate::errors::OrRaise;
+use crate::text::Text;
+
+/// What the trigger does with a near-duplicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Only maintain the fingerprint.
+    None,
+    /// Reject the write with SQLSTATE 23505.
+    Error,
+    /// Drop the row silently.
+    Skip,
+    /// Keep the row and record the existing row's key.
+    Flag,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "none" => Some(Mode::None),
+            "error" => Some(Mode::Error),
+            "skip" => Some(Mode::Skip),
+            "flag" => Some(Mode::Flag),
+            _ => None,
+        }
+    }
+}
+
+/// One attached text column: the trigger's arguments, in the order `simhash_attach()` writes them:
+/// text column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords.
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    pub text_column: String,
+    pub nbands: i32,
+    pub max_distance: i32,
+    pub mode: Mode,
+    pub options: Options,
+}
+
+impl Attachment {
+    pub fn from_args(args: &[String]) -> Option<Attachment> {
+        let [text_column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords] = args else {
+            return None;
+        };
+        let options =
+            Options::parse(tokenizer, shingle.parse().ok()?, weighting, stopwords == "true").ok()?;
+        Some(Attachment {
+            text_column: text_column.clone(),
+            nbands: nbands.parse().ok().filter(|n| (3..=64).contains(n))?,
+            max_distance: max_distance.parse().ok()?,
+            mode: Mode::parse(mode)?,
+            options,
+        })
+    }
+
+    pub fn fingerprint_column(&self) -> String {
+        format!("{}_simhash", self.text_column)
+    }
+
+    pub fn band_column(&self, band: i32) -> String {
+        format!("{}_band{band}", self.text_column)
+    }
+
+    pub fn flag_column(&self) -> String {
+        format!("{}_duplicate_of", self.text_column)
+    }
+}
+
+/// Advisory lock keys for a fingerprint: (table, band, band value modulo 256), sorted so that every
+/// writer takes them in one global order. Hashing values into 256 buckets per band bounds a bulk
+/// load's distinct locks to 256 × nbands per table, well inside the default lock table.
+pub fn lock_keys(fp: u64, nbands: i32) -> Vec<u32> {
+    let mut keys: Vec<u32> = simhash_core::bands(fp, nbands)
+        .or_raise()
+        .into_iter()
+        .enumerate()
+        .map(|(i, value)| ((i as u32) << 8) | (value as u32 & 0xff))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// Takes the transaction-level advisory locks of `pg_advisory_xact_lock(relid, key)`.
+fn lock_bands(relid: pg_sys::Oid, fp: u64, nbands: i32) {
+    for key in lock_keys(fp, nbands) {
+        let tag = pg_sys::LOCKTAG {
+            locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
+            locktag_field2: relid.to_u32(),
+            locktag_field3: key,
+            locktag_field4: 2,
+            locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
+            locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
+        };
+        unsafe { pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false, false) };
+    }
+}
+
+/// The prepared lookup of one trigger, kept for the life of the backend.
+struct Lookup {
+    plan: pg_sys::SPIPlanPtr,
+    key_columns: String,
+}
+
+thread_local! {
+    static LOOKUPS: RefCell<HashMap<(u32, u32, String), Lookup>> = RefCell::new(HashMap::new());
+}
+
+/// The nearest existing row within `max_distance`.
+struct Nearest {
+    key: String,
+    distance: i32,
+    /// The row's key as the flag column stores it, copied out of SPI's memory.
+    flag_value: Option<pg_sys::Datum>,
+}
+
+fn quote_ident(name: &str) -> String {
+    pgrx::spi::quote_identifier(name)
+}
+
+/// Builds and prepares the lookup query for one trigger: rows sharing a band, verified by hamming().
+unsafe fn prepare_lookup(relid: pg_sys::Oid, att: &Attachment, ext_schema: &str) -> Lookup {
+    let pk_query = format!(
+        "SELECT string_agg(quote_ident(attname), ', ' ORDER BY ord) FROM {ext_schema}.simhash_primary_key($1)"
+    );
+    let pk: Option<String> = Spi::get_one_with_args(&pk_query, &[relid.into()]).unwrap_or(None);
+    // Always schema-qualified: the cached plan must not depend on the caller's search_path.
+    let qualified = Spi::get_one_with_args::<String>(
+        "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) \
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
+        &[relid.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_default();
+    let (key_columns, key_text, flag_expr) = match &pk {
+        Some(cols) => {
+            let texts: Vec<String> = cols.split(", ").map(|c| format!("t.{c}::text")).collect();
+            let single = !cols.contains(", ");
+            let key_text = format!("concat_ws(', ', {})", texts.join(", "));
+            let flag = if single {
+                format!("t.{cols}")
+            } else {
+                key_text.clone()
+            };
+            (cols.clone(), key_text, flag)
+        }
+        None => (
+            "ctid".to_string(),
+            "t.ctid::text".to_string(),
+            "t.ctid::text".to_string(),
+        ),
+    };
+    let fp = quote_ident(&att.fingerprint_column());
+    let n = att.nbands;
+    let bands: Vec<String> = (0..n)
+        .map(|i| format!("t.{} = ${}", quote_ident(&att.band_column(i)), i + 2))
+        .collect();
+    let sql = format!(
+        "SELECT {key_text}, {ext_schema}.hamming(t.{fp}, $1), {flag_expr} FROM ONLY {qualified} t \
+         WHERE ({}) AND {ext_schema}.hamming(t.{fp}, $1) <= ${} AND t.ctid <> ${} ORDER BY 2 LIMIT 1",
+        bands.join(" OR "),
+        n + 2,
+        n + 3
+    );
+    let mut types = vec![pg_sys::INT8OID];
+    types.extend((0..n).map(|_| pg_sys::INT4OID));
+    types.extend([pg_sys::INT4OID, pg_sys::TIDOID]);
+    let csql = CString::new(sql).expect("identifiers contain no NUL");
+    let plan = pg_sys::SPI_prepare(csql.as_ptr(), types.len() as i32, types.as_mut_ptr());
+    if plan.is_null() {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            "simhash_trigger could not prepare its lookup query"
+        );
+    }
+    pg_sys::SPI_keepplan(plan);
+    Lookup { plan, key_columns }
+}
+
+/// Finds the nearest row within `max_distance` with a fresh snapshot, so that rows committed while
+/// this transaction waited on the band locks are seen at every isolation level.
+unsafe fn find_nearest(
+    td: &pg_sys::TriggerData,
+    ext_schema: String,
+    att: &Attachment,
+    fp: u64,
+    self_tid: pg_sys::ItemPointerData,
+    flag_attr: Option<&pg_sys::FormData_pg_attribute>,
+) -> (String, Option<Nearest>) {
+    let relid = (*td.tg_relation).rd_id;
+    let trigger = &*td.tg_trigger;
+    pg_sys::SPI_connect();
+    let cache_key = (trigger.tgoid.to_u32(), relid.to_u32(), ext_schema.clone());
+    let (plan, key_columns) = LOOKUPS.with(|lookups| {
+        let mut lookups = lookups.borrow_mut();
+        let lookup = lookups
+            .entry(cache_key)
+            .or_insert_with(|| prepare_lookup(relid, att, &ext_schema));
+        (lookup.plan, lookup.key_columns.clone())
+    });
+
+    let mut values = vec![pg_sys::Datum::from(fp as i64)];
+    values.extend(
+        simhash_core::bands(fp, att.nbands)
+            .or_raise()
+            .into_iter()
+            .map(pg_sys::Datum::from),
+    );
+    values.push(pg_sys::Datum::from(att.max_distance));
+    let mut tid = self_tid;
+    values.push(pg_sys::Datum::from(&mut tid as *mut pg_sys::ItemPointerData));
+    let nulls = vec![b' ' as std::ffi::c_char; values.len()];
+
+    let status = pg_sys::SPI_execute_snapshot(
+        plan,
+        values.as_mut_ptr(),
+        nulls.as_ptr(),
+        pg_sys::GetLatestSnapshot(),
+        std::ptr::null_mut(),
+        false,
+        false,
+        1,
+    );
+    if status != pg_sys::SPI_OK_SELECT as i32 {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            "simhash_trigger lookup failed"
+        );
+    }
+    let mut nearest = None;
+    if pg_sys::SPI_processed > 0 {
+        let table = &*pg_sys::SPI_tuptable;
+        let row = *table.vals;
+        let key_ptr = pg_sys::SPI_getvalue(row, table.tupdesc, 1);
+        let key = CStr::from_ptr(key_ptr).to_string_lossy().into_owned();
+        let mut isnull = false;
+        let distance = pg_sys::SPI_getbinval(row, table.tupdesc, 2, &mut isnull).value() as i32;
+        let flag_value = flag_attr.and_then(|attr| {
+            let mut isnull = false;
+            let value = pg_sys::SPI_getbinval(row, table.tupdesc, 3, &mut isnull);
+            (!isnull).then(|| pg_sys::SPI_datumTransfer(value, attr.attbyval, attr.attlen as i32))
+        });
+        nearest = Some(Nearest {
+            key,
+            distance,
+            flag_value,
+        });
+    }
+    pg_sys::SPI_finish();
+    (key_columns, nearest)
+}
+
+/// The schema the extension lives in (the trigger function's own), quoted for SQL.
+unsafe fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
+    let namespace = pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid);
+    let name = CStr::from_ptr(pg_sys::get_namespace_name(namespace))
+        .to_string_lossy()
+        .into_owned();
+    quote_ident(&name)
+}
+
+fn attnum(tupdesc: pg_sys::TupleDesc, name: &str, table: &str) -> i32 {
+    let cname = CString::new(name).unwrap_or_default();
+    let n = unsafe { pg_sys::SPI_fnumber(tupdesc, cname.as_ptr()) };
+    if n <= 0 {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            format!("simhash_trigger: column \"{name}\" of table \"{table}\" does not exist"),
+            "The table was attached with simhash_attach(); detach and attach it again after renaming columns."
+        );
+    }
+    n
+}
+
+fn attribute(tupdesc: pg_sys::TupleDesc, attnum: i32) -> &'static pg_sys::FormData_pg_attribute {
+    unsafe { &*(*tupdesc).attrs.as_ptr().add(attnum as usize - 1) }
+}
+
+unsafe fn getattr(
+    tuple: pg_sys::HeapTuple,
+    attnum: i32,
+    tupdesc: pg_sys::TupleDesc,
+) -> Option<pg_sys::Datum> {
+    pgrx::heap_getattr_raw(tuple, std::num::NonZeroUsize::new(attnum as usize)?, tupdesc)
+}
+
+/// Whether two varlena datums hold the same bytes as stored (an unchanged toasted value keeps its
+/// toast pointer, so a 100 MB text left alone by an UPDATE is not read).
+unsafe fn same_stored_bytes(a: Option<pg_sys::Datum>, b: Option<pg_sys::Datum>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            let (pa, pb) = (
+                a.cast_mut_ptr::<pg_sys::varlena>(),
+                b.cast_mut_ptr::<pg_sys::varlena>(),
+            );
+            let (la, lb) = (pgrx::varsize_any(pa), pgrx::varsize_any(pb));
+            la == lb
+                && std::slice::from_raw_parts(pa as *const u8, la)
+                    == std::slice::from_raw_parts(pb as *const u8, lb)
+        }
+        _ => false,
+    }
+}
+
+fn trigger_error(message: &'static str) -> ! {
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+        message
+    );
+}
+
+#[no_mangle]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_simhash_trigger() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// `simhash_trigger()`: BEFORE INSERT OR UPDATE FOR EACH ROW, arguments written by `simhash_attach()`.
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn simhash_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    let context = (*fcinfo).context;
+    if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+        trigger_error("simhash_trigger() must be called as a trigger");
+    }
+    let td = &*(context as *mut pg_sys::TriggerData);
+    let event = td.tg_event;
+    let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
+    if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_BEFORE
+        || event & pg_sys::TRIGGER_EVENT_ROW == 0
+        || !(op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_UPDATE)
+    {
+        trigger_error("simhash_trigger() must run BEFORE INSERT OR UPDATE FOR EACH ROW");
+    }
+    let trigger = &*td.tg_trigger;
+    let args: Vec<String> = (0..trigger.tgnargs as usize)
+        .map(|i| {
+            CStr::from_ptr(*trigger.tgargs.add(i))
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let Some(att) = Attachment::from_args(&args) else {
+        trigger_error("simhash_trigger() has invalid arguments: attach the table with simhash_attach()");
+    };
+
+    let rel = &*td.tg_relation;
+    let tupdesc = rel.rd_att;
+    let table = CStr::from_ptr((*rel.rd_rel).relname.data.as_ptr())
+        .to_string_lossy()
+        .into_owned();
+    let (tuple, old) = if op == pg_sys::TRIGGER_EVENT_INSERT {
+        (td.tg_trigtuple, None)
+    } else {
+        (td.tg_newtuple, Some(td.tg_trigtuple))
+    };
+    let text_att = attnum(tupdesc, &att.text_column, &table);
+    let fp_att = attnum(tupdesc, &att.fingerprint_column(), &table);
+    let text = getattr(tuple, text_att, tupdesc);
+    let text_changed = old.is_none_or(|old| !same_stored_bytes(getattr(old, text_att, tupdesc), text));
+    if !text_changed {
+        let old = old.expect("an UPDATE has an old row");
+        if same_bigint(getattr(old, fp_att, tupdesc), getattr(tuple, fp_att, tupdesc)) {
+            return pg_sys::Datum::from(tuple);
+        }
+    }
+
+    let fp = text.and_then(|datum| {
+        let doc = Text::from_raw_datum(datum);
+        simhash_core::fingerprint_with(
+            &doc.to_utf8(),
+            &att.options,
+            Chunking::default(),
+            &mut crate::fingerprint::check_interrupts,
+        )
+    });
+    let mut columns = vec![fp_att];
+    let mut values = vec![fp.map_or(pg_sys::Datum::from(0), |fp| pg_sys::Datum::from(fp as i64))];
+    let mut nulls = vec![fp.is_none()];
+
+    if att.mode != Mode::None && text_changed {
+        let flag_att = (att.mode == Mode::Flag).then(|| attnum(tupdesc, &att.flag_column(), &table));
+        let nearest = match fp {
+            Some(fp) => {
+                lock_bands(rel.rd_id, fp, att.nbands);
+                let self_tid = match old {
+                    Some(old) => (*old).t_self,
+                    None => pg_sys::ItemPointerData::default(),
+                };
+                let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
+                let schema = extension_schema(fcinfo);
+                let (key_columns, nearest) = find_nearest(td, schema, &att, fp, self_tid, flag_attr);
+                nearest.map(|n| (key_columns, n))
+            }
+            None => None,
+        };
+        match (att.mode, nearest) {
+            (Mode::Error, Some((key_columns, n))) => {
+                ereport!(
+                    ERROR,
+                    PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+                    format!(
+                        "near-duplicate text in column \"{}\" of relation \"{table}\"",
+                        att.text_column
+                    ),
+                    format!(
+                        "Key ({key_columns})=({}) is at Hamming distance {} (max_distance {}).",
+                        n.key, n.distance, att.max_distance
+                    )
+                );
+            }
+            (Mode::Skip, Some(_)) => return pg_sys::Datum::from(0),
+            (Mode::Flag, nearest) => {
+                let value = nearest.and_then(|(_, n)| n.flag_value);
+                columns.push(flag_att.expect("flag mode has a flag column"));
+                values.push(value.unwrap_or(pg_sys::Datum::from(0)));
+                nulls.push(value.is_none());
+            }
+            _ => {}
+        }
+    }
+
+    let modified = pg_sys::heap_modify_tuple_by_cols(
+        tuple,
+        tupdesc,
+        columns.len() as i32,
+        columns.as_mut_ptr(),
+        values.as_mut_ptr(),
+        nulls.as_mut_ptr(),
+    );
+    pg_sys::Datum::from(modified)
+}
+
+/// Compares two bigint datums (the fingerprint column of the old and new row).
+fn same_bigint(a: Option<pg_sys::Datum>, b: Option<pg_sys::Datum>) -> bool {
+    a.map(|d| d.value() as i64) == b.map(|d| d.value() as i64)
+}
+
+extension_sql!(
+    r#"
+CREATE FUNCTION simhash_trigger() RETURNS trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_trigger';
+COMMENT ON FUNCTION simhash_trigger() IS
+  'Maintains the fingerprint column of a table attached with simhash_attach() and acts on near-duplicates';
+"#,
+    name = "simhash_trigger"
+);
