@@ -27,7 +27,7 @@ install -d -o postgres -g postgres /tmp/simhash-pgrx-test
 CARGO_PGRX_TEST_RUNAS=postgres CARGO_PGRX_TEST_PGDATA=/tmp/simhash-pgrx-test/pgdata \
     cargo pgrx test pg15 || failed+=(pg_test)
 
-install_extension
+install_extension --release
 log "pg_regress and isolation tests on a throwaway server (port $REGRESS_PORT)"
 start_server "$REGRESS_DIR" "$REGRESS_PORT"
 trap 'stop_server "$REGRESS_DIR"' EXIT

@@ -190,6 +190,40 @@ $$;
 COMMENT ON FUNCTION simhash_detach(regclass, name) IS
   'Removes the trigger, fingerprint, band and flag columns (and so the band indexes) that simhash_attach() added';
 
+CREATE FUNCTION simhash_near_duplicates_sql(table_name regclass, fingerprint bigint,
+                                            max_distance int DEFAULT NULL, text_column name DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := @extschema@.simhash_find_attachment(table_name, text_column);
+  k int := coalesce(max_distance, att.max_distance);
+  nbands int := cardinality(att.band_columns);
+  candidates text := 'true';
+BEGIN
+  IF k < 0 OR k > 64 THEN
+    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 64', k
+      USING ERRCODE = '22023';
+  END IF;
+  IF fingerprint IS NULL THEN
+    RETURN NULL;
+  END IF;
+  -- Pigeonhole: within distance nbands-1 a match shares a band, so the band indexes find them all;
+  -- beyond that only a full scan is exact.
+  IF k < nbands THEN
+    SELECT string_agg(format('t.%I = %s', att.band_columns[i + 1],
+                             @extschema@.simhash_band(fingerprint, i, nbands)), ' OR ' ORDER BY i)
+    INTO candidates FROM generate_series(0, nbands - 1) i;
+  END IF;
+  RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM %3$s t '
+                'WHERE (%4$s) AND @extschema@.hamming(t.%1$I, %2$s) <= %5$s ORDER BY 2',
+                att.fingerprint_column, fingerprint, att.table_name, candidates, k);
+END
+$$;
+COMMENT ON FUNCTION simhash_near_duplicates_sql(regclass, bigint, int, name) IS
+  'The query simhash_near_duplicates() runs for a fingerprint, for EXPLAIN';
+
 CREATE FUNCTION simhash_near_duplicates(rel anyelement, fingerprint bigint, max_distance int DEFAULT NULL,
                                         text_column name DEFAULT NULL)
 RETURNS TABLE (item anyelement, distance int)
@@ -197,42 +231,34 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+  query text := @extschema@.simhash_near_duplicates_sql(@extschema@.simhash_row_table(rel), fingerprint,
+                                                       max_distance, text_column);
+BEGIN
+  IF query IS NOT NULL THEN
+    RETURN QUERY EXECUTE query;
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_near_duplicates(anyelement, bigint, int, name) IS
+  'Rows of an attached table within max_distance of a fingerprint, nearest first';
+
+CREATE FUNCTION simhash_row_table(rel anyelement)
+RETURNS regclass
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
   table_oid oid;
-  att @extschema@.simhash_attachment;
-  k int;
-  nbands int;
-  candidates text := 'true';
 BEGIN
   SELECT typrelid INTO table_oid FROM pg_type WHERE oid = pg_typeof(rel);
   IF table_oid IS NULL OR table_oid = 0 THEN
     RAISE EXCEPTION 'simhash_near_duplicates: the first argument must be a row of the table, as in NULL::my_table'
       USING ERRCODE = '42809';
   END IF;
-  att := @extschema@.simhash_find_attachment(table_oid::regclass, text_column);
-  k := coalesce(max_distance, att.max_distance);
-  IF k < 0 OR k > 64 THEN
-    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 64', k
-      USING ERRCODE = '22023';
-  END IF;
-  IF fingerprint IS NULL THEN
-    RETURN;
-  END IF;
-  nbands := cardinality(att.band_columns);
-  -- Pigeonhole: within distance nbands-1 a match shares a band, so the band indexes find them all.
-  -- Beyond that only a full scan is exact.
-  IF k < nbands THEN
-    SELECT string_agg(format('t.%I = %s', att.band_columns[i + 1],
-                             @extschema@.simhash_band(fingerprint, i, nbands)), ' OR ')
-    INTO candidates FROM generate_series(0, nbands - 1) i;
-  END IF;
-  RETURN QUERY EXECUTE format(
-    'SELECT t, @extschema@.hamming(t.%1$I, $1) FROM %2$s t WHERE (%3$s) AND @extschema@.hamming(t.%1$I, $1) <= $2 '
-    'ORDER BY 2', att.fingerprint_column, att.table_name, candidates)
-    USING fingerprint, k;
+  RETURN table_oid::regclass;
 END
 $$;
-COMMENT ON FUNCTION simhash_near_duplicates(anyelement, bigint, int, name) IS
-  'Rows of an attached table within max_distance of a fingerprint, nearest first';
+COMMENT ON FUNCTION simhash_row_table(anyelement) IS 'Internal: the table whose row type a value has';
 
 CREATE FUNCTION simhash_near_duplicates(rel anyelement, doc text, max_distance int DEFAULT NULL,
                                         text_column name DEFAULT NULL)
@@ -241,15 +267,9 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  table_oid oid;
-  att @extschema@.simhash_attachment;
+  att @extschema@.simhash_attachment :=
+    @extschema@.simhash_find_attachment(@extschema@.simhash_row_table(rel), text_column);
 BEGIN
-  SELECT typrelid INTO table_oid FROM pg_type WHERE oid = pg_typeof(rel);
-  IF table_oid IS NULL OR table_oid = 0 THEN
-    RAISE EXCEPTION 'simhash_near_duplicates: the first argument must be a row of the table, as in NULL::my_table'
-      USING ERRCODE = '42809';
-  END IF;
-  att := @extschema@.simhash_find_attachment(table_oid::regclass, text_column);
   RETURN QUERY SELECT * FROM @extschema@.simhash_near_duplicates(
     rel, @extschema@.simhash(doc, att.tokenizer, att.shingle, att.weighting, att.stopwords),
     max_distance, att.text_column);

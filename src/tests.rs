@@ -174,4 +174,77 @@ mod tests {
     fn band_out_of_range_is_an_error() {
         int("SELECT simhash_band(1, 4)");
     }
+
+    #[pg_test]
+    fn trigger_fingerprints_once_per_row_write() {
+        use crate::trigger::FINGERPRINTS_COMPUTED;
+        use std::sync::atomic::Ordering;
+        Spi::run("CREATE TABLE posts (id int PRIMARY KEY, body text, views int DEFAULT 0)").unwrap();
+        Spi::run("SELECT simhash_attach('posts', 'body', on_duplicate => 'error')").unwrap();
+        let before = FINGERPRINTS_COMPUTED.load(Ordering::Relaxed);
+        Spi::run(
+            "INSERT INTO posts (id, body) SELECT i, 'post number ' || i || ' about ' || md5(i::text) \
+             FROM generate_series(1, 20) i",
+        )
+        .unwrap();
+        assert_eq!(
+            FINGERPRINTS_COMPUTED.load(Ordering::Relaxed) - before,
+            20,
+            "one per inserted row"
+        );
+        // The four band columns are generated from the stored fingerprint, not from the text.
+        let band_exprs = Spi::get_one::<i64>(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'posts'::regclass AND attgenerated = 's' \
+             AND pg_get_expr((SELECT adbin FROM pg_attrdef WHERE adrelid = attrelid AND adnum = attnum), attrelid) \
+                 LIKE 'simhash_band(body_simhash, %'",
+        );
+        assert_eq!(band_exprs, Ok(Some(4)));
+        Spi::run("UPDATE posts SET views = views + 1").unwrap();
+        assert_eq!(
+            FINGERPRINTS_COMPUTED.load(Ordering::Relaxed) - before,
+            20,
+            "text unchanged: no work"
+        );
+        Spi::run("UPDATE posts SET body = body || ' (edited)' WHERE id <= 5").unwrap();
+        assert_eq!(FINGERPRINTS_COMPUTED.load(Ordering::Relaxed) - before, 25);
+        let consistent = Spi::get_one::<bool>("SELECT bool_and(body_simhash = simhash(body)) FROM posts");
+        assert_eq!(consistent, Ok(Some(true)));
+    }
+
+    #[pg_test]
+    fn trigger_arguments_round_trip() {
+        let args = Spi::get_one::<Vec<String>>(
+            "SELECT simhash_trigger_args(convert_to('body', 'UTF8') || '\\x00'::bytea || convert_to('4', 'UTF8') \
+             || '\\x00'::bytea || convert_to('新闻', 'UTF8') || '\\x00'::bytea)",
+        );
+        assert_eq!(args, Ok(Some(vec!["body".into(), "4".into(), "新闻".into()])));
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let att = crate::trigger::Attachment::from_args(&strings(&[
+            "body", "4", "3", "flag", "word", "2", "binary", "false",
+        ]))
+        .expect("valid arguments");
+        assert_eq!(
+            (att.nbands, att.max_distance, att.mode),
+            (4, 3, crate::trigger::Mode::Flag)
+        );
+        assert!(!att.options.stopwords);
+        assert_eq!(att.fingerprint_column(), "body_simhash");
+        assert!(crate::trigger::Attachment::from_args(&strings(&["body", "2", "3", "flag"])).is_none());
+        assert!(crate::trigger::Attachment::from_args(&strings(&[
+            "body", "4", "3", "reject", "jieba", "1", "tf", "true"
+        ]))
+        .is_none());
+    }
+
+    #[pg_test]
+    fn lock_keys_are_sorted_bounded_and_distinct() {
+        let keys = crate::trigger::lock_keys(0x1234_5678_9abc_def0, 4);
+        assert_eq!(
+            keys,
+            vec![0xf0, (1 << 8) | 0xbc, (2 << 8) | 0x78, (3 << 8) | 0x34]
+        );
+        assert!(crate::trigger::lock_keys(u64::MAX, 64)
+            .iter()
+            .all(|&k| k < 64 << 8));
+    }
 }

@@ -6,12 +6,16 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use pgrx::prelude::*;
 use simhash_core::{Chunking, Options};
 
 use crate::errors::OrRaise;
 use crate::text::Text;
+
+/// Fingerprints the trigger has computed in this backend: tests use it to show one per row write.
+pub static FINGERPRINTS_COMPUTED: AtomicU64 = AtomicU64::new(0);
 
 /// What the trigger does with a near-duplicate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -385,6 +389,7 @@ pub unsafe extern "C-unwind" fn simhash_trigger(fcinfo: pg_sys::FunctionCallInfo
     }
 
     let fp = text.and_then(|datum| {
+        FINGERPRINTS_COMPUTED.fetch_add(1, Ordering::Relaxed);
         let doc = Text::from_raw_datum(datum);
         simhash_core::fingerprint_with(
             &doc.to_utf8(),

@@ -20,6 +20,17 @@ CREATE INDEX ON posts (dedup.simhash_band(fp, 0));
 INSERT INTO posts (id, body) VALUES (1, '北京地铁19号线今天开通'), (2, 'Metro line 19 opens today'), (3, '。。');
 SELECT id, fp IS NULL AS no_fingerprint FROM posts ORDER BY id;
 DROP TABLE posts;
+-- The table helpers and the trigger work with the extension off search_path.
+CREATE TABLE articles (id int PRIMARY KEY, body text);
+INSERT INTO articles VALUES (1, '市图书馆改造完成，下个月一日起重新对读者开放，新增自习座位两百个。');
+SELECT dedup.simhash_attach('articles', 'body', on_duplicate => 'error');
+INSERT INTO articles VALUES (2, '市图书馆改造完成！下个月一日起重新对读者开放，新增自习座位两百个。');
+INSERT INTO articles VALUES (3, 'Council approves budget for protected bike lanes');
+SELECT (n.item).id, n.distance FROM dedup.simhash_near_duplicates(NULL::articles, '市图书馆改造完成，下个月一日起重新对读者开放，新增自习座位两百个') n;
+SELECT (n.item).id, n.distance FROM dedup.simhash_near_duplicates(NULL::articles, (SELECT body_simhash FROM articles WHERE id = 3)) n;
+SELECT table_name, text_column FROM dedup.simhash_attachments();
+SELECT dedup.simhash_detach('articles');
+DROP TABLE articles;
 DROP EXTENSION simhash_ext;
 DROP SCHEMA dedup;
 CREATE EXTENSION simhash_ext;
