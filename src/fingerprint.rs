@@ -4,7 +4,7 @@ use pgrx::prelude::*;
 use simhash_core::{Chunking, Options};
 
 use crate::errors::OrRaise;
-use crate::text::Text;
+use crate::text::{ServerText, Text};
 
 fn options(tokenizer: &Text, shingle: i32, weighting: &Text, stopwords: bool) -> Options {
     Options::parse(&tokenizer.to_utf8(), shingle, &weighting.to_utf8(), stopwords).or_raise()
@@ -25,12 +25,13 @@ fn simhash(
     stopwords: default!(bool, true),
 ) -> Option<i64> {
     let options = options(&tokenizer, shingle, &weighting, stopwords);
-    simhash_core::fingerprint_with(
+    simhash_core::try_fingerprint_with(
         &doc.to_utf8(),
         &options,
         Chunking::default(),
         &mut check_interrupts,
     )
+    .or_raise()
     .map(|fp| fp as i64)
 }
 
@@ -42,8 +43,13 @@ fn simhash_features(
     shingle: default!(i32, 1),
     weighting: default!(Text, "'tf'"),
     stopwords: default!(bool, true),
-) -> TableIterator<'static, (name!(feature, String), name!(weight, f64), name!(hash, i64))> {
+) -> TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))> {
     let options = options(&tokenizer, shingle, &weighting, stopwords);
-    let features = simhash_core::features(&doc.to_utf8(), &options, &mut check_interrupts);
-    TableIterator::new(features.into_iter().map(|f| (f.text, f.weight, f.hash as i64)))
+    let features = simhash_core::try_features(&doc.to_utf8(), &options, &mut check_interrupts).or_raise();
+    // Feature strings are UTF-8: they go back into the server encoding as they are returned.
+    TableIterator::new(
+        features
+            .into_iter()
+            .map(|f| (ServerText(f.text), f.weight, f.hash as i64)),
+    )
 }

@@ -1,13 +1,26 @@
-//! `text` arguments read without pgrx's copy and converted from the server encoding to UTF-8
-//! (SPEC §5): a UTF-8 database hands the bytes over as they are.
+//! Text in and out of the server encoding (SPEC §5). The core works on UTF-8: `text` arguments are
+//! converted from the server encoding to UTF-8 (a UTF-8 database hands its bytes over as they are),
+//! and text the extension produces (feature strings, names, error messages) goes back into the server
+//! encoding before PostgreSQL sees it.
 
 use std::borrow::Cow;
+use std::ffi::{c_char, CStr};
+use std::ops::Deref;
 
-use pgrx::callconv::{Arg, ArgAbi};
+use pgrx::callconv::{Arg, ArgAbi, BoxRet, FcInfo};
+use pgrx::datum::Datum;
+use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::pgrx_sql_entity_graph::metadata::{
     ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
 };
 use pgrx::prelude::*;
+
+const UTF8: i32 = pg_sys::pg_enc::PG_UTF8 as i32;
+const SQL_ASCII: i32 = pg_sys::pg_enc::PG_SQL_ASCII as i32;
+
+fn server_encoding() -> i32 {
+    unsafe { pg_sys::GetDatabaseEncoding() }
+}
 
 /// A `text` argument as PostgreSQL stores it, detoasted only when it was toasted.
 pub struct Text(*mut pg_sys::varlena);
@@ -28,9 +41,23 @@ impl FromDatum for Text {
 unsafe impl<'fcx> ArgAbi<'fcx> for Text {
     unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
         let index = arg.index();
-        unsafe { arg.unbox_arg_using_from_datum() }
-            .unwrap_or_else(|| panic!("argument {index} must not be null"))
+        match unsafe { arg.unbox_arg_using_from_datum() } {
+            Some(text) => text,
+            // Only reachable through a direct C call: every function taking Text is STRICT.
+            None => null_argument(index),
+        }
     }
+}
+
+fn null_argument(index: usize) -> ! {
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+        format!(
+            "argument {} of a simhash_ext function must not be NULL",
+            index + 1
+        )
+    );
 }
 
 unsafe impl SqlTranslatable for Text {
@@ -49,7 +76,8 @@ impl Text {
         Text(unsafe { pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr()) })
     }
 
-    fn bytes(&self) -> &[u8] {
+    /// The bytes of the text, in the server encoding.
+    pub fn bytes(&self) -> &[u8] {
         unsafe {
             let len = pgrx::varsize_any_exhdr(self.0);
             let data = pgrx::vardata_any(self.0) as *const u8;
@@ -57,40 +85,236 @@ impl Text {
         }
     }
 
-    /// The text as UTF-8. Invalid bytes (possible only in SQL_ASCII) raise SQLSTATE 22021.
-    pub fn to_utf8(&self) -> Cow<'_, str> {
-        let bytes = self.bytes();
-        let encoding = unsafe { pg_sys::GetDatabaseEncoding() };
-        if encoding == pg_sys::pg_enc::PG_UTF8 as i32 || bytes.is_ascii() {
-            return match std::str::from_utf8(bytes) {
-                Ok(s) => Cow::Borrowed(s),
-                Err(_) => invalid_utf8(),
-            };
-        }
-        // Converts, or for SQL_ASCII verifies, raising 22021/22P05 on bytes it cannot map.
-        let converted = unsafe {
-            pg_sys::pg_server_to_any(
-                bytes.as_ptr().cast(),
-                bytes.len() as i32,
-                pg_sys::pg_enc::PG_UTF8 as i32,
-            )
-        };
-        let converted_bytes = if converted.cast_const() == bytes.as_ptr().cast() {
-            bytes
-        } else {
-            unsafe { std::ffi::CStr::from_ptr(converted) }.to_bytes()
-        };
-        match std::str::from_utf8(converted_bytes) {
-            Ok(s) => Cow::Owned(s.to_owned()),
-            Err(_) => invalid_utf8(),
+    /// The text as UTF-8: borrowed in a UTF-8 database (and for ASCII text in any database),
+    /// converted once otherwise. Invalid bytes (possible only in SQL_ASCII) raise SQLSTATE 22021.
+    pub fn to_utf8(&self) -> Utf8<'_> {
+        server_to_utf8(self.bytes())
+    }
+}
+
+/// UTF-8 text borrowed from PostgreSQL memory: either the caller's bytes or a converted copy that
+/// is freed as soon as it is dropped (a 100 MB LATIN1 text is not kept longer than needed).
+pub struct Utf8<'a> {
+    text: &'a str,
+    converted: *mut c_char,
+}
+
+impl Deref for Utf8<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.text
+    }
+}
+
+impl Drop for Utf8<'_> {
+    fn drop(&mut self) {
+        if !self.converted.is_null() {
+            unsafe { pg_sys::pfree(self.converted.cast()) };
         }
     }
 }
 
-fn invalid_utf8() -> ! {
-    ereport!(
-        ERROR,
+/// Converts bytes in the server encoding to UTF-8. Raises SQLSTATE 22021 on bytes that are not
+/// valid in the server encoding; a SQL_ASCII database accepts any bytes, so there only valid UTF-8
+/// passes.
+pub fn server_to_utf8(bytes: &[u8]) -> Utf8<'_> {
+    let encoding = server_encoding();
+    if bytes.is_ascii() || encoding == UTF8 || encoding == SQL_ASCII {
+        return match std::str::from_utf8(bytes) {
+            Ok(text) => Utf8 {
+                text,
+                converted: std::ptr::null_mut(),
+            },
+            Err(e) => invalid_utf8(bytes, e),
+        };
+    }
+    let Ok(len) = i32::try_from(bytes.len()) else {
+        // A varlena is below 1 GB: unreachable for a text datum.
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            "text too long to convert to UTF-8"
+        );
+    };
+    // Raises 22021 (invalid byte) or 22P05 (no equivalent in UTF-8), and 54000 when the result
+    // would exceed 1 GB.
+    let converted = unsafe { pg_sys::pg_server_to_any(bytes.as_ptr().cast(), len, UTF8) };
+    let converted_bytes: &[u8] = if converted.cast_const() == bytes.as_ptr().cast() {
+        bytes
+    } else {
+        // SAFETY: the converted copy is NUL-terminated and lives in the current memory context
+        // until `Utf8` frees it.
+        unsafe { CStr::from_ptr(converted) }.to_bytes()
+    };
+    match std::str::from_utf8(converted_bytes) {
+        Ok(text) => Utf8 {
+            text,
+            converted: if converted.cast_const() == bytes.as_ptr().cast() {
+                std::ptr::null_mut()
+            } else {
+                converted
+            },
+        },
+        Err(e) => invalid_utf8(converted_bytes, e),
+    }
+}
+
+fn invalid_utf8(bytes: &[u8], error: std::str::Utf8Error) -> ! {
+    let at = error.valid_up_to();
+    let len = error.error_len().unwrap_or(bytes.len() - at).clamp(1, 4);
+    let shown: Vec<String> = bytes[at..at + len].iter().map(|b| format!("0x{b:02x}")).collect();
+    ErrorReport::new(
         PgSqlErrorCode::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE,
-        "invalid byte sequence for encoding \"UTF8\" in the text to fingerprint"
-    );
+        format!("invalid byte sequence for encoding \"UTF8\": {}", shown.join(" ")),
+        "simhash_ext::text",
+    )
+    .set_detail(format!("The text to fingerprint is not valid UTF-8 at byte {at}."))
+    .set_hint("In a SQL_ASCII database simhash_ext reads text as UTF-8: store UTF-8 text, or use a database with a real encoding.")
+    .report(PgLogLevel::ERROR);
+    unreachable!("an ERROR does not return")
+}
+
+/// Converts UTF-8 to the server encoding. A character with no equivalent in the server encoding
+/// (possible after NFKC, e.g. `µ` becomes Greek `μ` in a LATIN1 database) is written as the escape
+/// `\uXXXX` or `\UXXXXXXXX` of PostgreSQL escape strings (`E'...'`), so the result never fails.
+pub fn utf8_to_server(text: &str) -> Cow<'_, [u8]> {
+    let encoding = server_encoding();
+    if text.is_ascii() || encoding == UTF8 || encoding == SQL_ASCII {
+        return Cow::Borrowed(text.as_bytes());
+    }
+    let proc = unsafe { pg_sys::FindDefaultConversionProc(UTF8, encoding) };
+    let mut out = Vec::with_capacity(text.len() + 8);
+    let mut rest = text;
+    while !rest.is_empty() {
+        let ascii = rest.bytes().take_while(u8::is_ascii).count();
+        out.extend_from_slice(&rest.as_bytes()[..ascii]);
+        rest = &rest[ascii..];
+        if rest.is_empty() {
+            break;
+        }
+        // The run of non-ASCII characters, at most 16 KiB at a time.
+        let mut run = rest.bytes().take_while(|b| !b.is_ascii()).count().min(16 * 1024);
+        while !rest.is_char_boundary(run) {
+            run -= 1;
+        }
+        let run = run.max(rest.chars().next().map_or(1, char::len_utf8));
+        let converted = if proc == pg_sys::InvalidOid {
+            0
+        } else {
+            let mut buf = vec![0u8; run * pg_sys::MAX_CONVERSION_GROWTH as usize + 8];
+            let done = unsafe {
+                pg_sys::pg_do_encoding_conversion_buf(
+                    proc,
+                    UTF8,
+                    encoding,
+                    rest.as_ptr().cast_mut(),
+                    run as i32,
+                    buf.as_mut_ptr(),
+                    buf.len() as i32,
+                    true,
+                )
+            };
+            let written = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            out.extend_from_slice(&buf[..written]);
+            (done.max(0) as usize).min(run)
+        };
+        rest = &rest[converted..];
+        if converted < run {
+            // The next character has no equivalent in the server encoding.
+            let c = rest.chars().next().expect("a character is left");
+            let code = u32::from(c);
+            let escape = if code <= 0xFFFF {
+                format!("\\u{code:04x}")
+            } else {
+                format!("\\U{code:08x}")
+            };
+            out.extend_from_slice(escape.as_bytes());
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `text` made by the extension (a feature string), given as UTF-8 and stored in the server
+/// encoding: in SQL it is plain `text`.
+pub struct ServerText(pub String);
+
+impl IntoDatum for ServerText {
+    fn into_datum(self) -> Option<pg_sys::Datum> {
+        let bytes = utf8_to_server(&self.0);
+        let text = unsafe { pg_sys::cstring_to_text_with_len(bytes.as_ptr().cast(), bytes.len() as i32) };
+        Some(pg_sys::Datum::from(text))
+    }
+
+    fn type_oid() -> pg_sys::Oid {
+        pg_sys::TEXTOID
+    }
+}
+
+unsafe impl BoxRet for ServerText {
+    unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> Datum<'fcx> {
+        match self.into_datum() {
+            Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
+            None => fcinfo.return_null(),
+        }
+    }
+}
+
+unsafe impl SqlTranslatable for ServerText {
+    const TYPE_IDENT: &'static str = "simhash_ext::text::ServerText";
+    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
+    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("TEXT"));
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal("TEXT")));
+}
+
+/// A message for `ereport!`, which hands PostgreSQL its bytes as they are: in a database whose
+/// encoding is neither UTF-8 nor SQL_ASCII, non-ASCII characters are written as `\uXXXX` escapes
+/// so that the message is valid in the server encoding.
+pub fn message(text: &str) -> Cow<'_, str> {
+    let encoding = server_encoding();
+    if text.is_ascii() || encoding == UTF8 || encoding == SQL_ASCII {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match u32::from(c) {
+            code if code < 0x80 => out.push(c),
+            code if code <= 0xFFFF => out.push_str(&format!("\\u{code:04x}")),
+            code => out.push_str(&format!("\\U{code:08x}")),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `text` from bytes already in the server encoding (a trigger argument, a catalog name): stored as
+/// they are, with no conversion either way. Meant for `simhash_trigger_args()`.
+#[allow(dead_code)]
+pub struct ServerBytes(pub Vec<u8>);
+
+impl IntoDatum for ServerBytes {
+    fn into_datum(self) -> Option<pg_sys::Datum> {
+        let text = unsafe { pg_sys::cstring_to_text_with_len(self.0.as_ptr().cast(), self.0.len() as i32) };
+        Some(pg_sys::Datum::from(text))
+    }
+
+    fn type_oid() -> pg_sys::Oid {
+        pg_sys::TEXTOID
+    }
+}
+
+unsafe impl BoxRet for ServerBytes {
+    unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> Datum<'fcx> {
+        match self.into_datum() {
+            Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
+            None => fcinfo.return_null(),
+        }
+    }
+}
+
+unsafe impl SqlTranslatable for ServerBytes {
+    const TYPE_IDENT: &'static str = "simhash_ext::text::ServerBytes";
+    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
+    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("TEXT"));
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal("TEXT")));
 }

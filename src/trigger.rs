@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pgrx::prelude::*;
 use simhash_core::{Chunking, Options};
 
-use crate::errors::OrRaise;
-use crate::text::Text;
+use crate::errors::{raise, EncodedError, OrRaise};
+use crate::text::{server_to_utf8, utf8_to_server, Text};
 
 /// Fingerprints the trigger has computed in this backend: tests use it to show one per row write.
 pub static FINGERPRINTS_COMPUTED: AtomicU64 = AtomicU64::new(0);
@@ -136,18 +136,20 @@ fn quote_ident(name: &str) -> String {
 
 /// Builds and prepares the lookup query for one trigger: rows sharing a band, verified by hamming().
 unsafe fn prepare_lookup(relid: pg_sys::Oid, att: &Attachment, ext_schema: &str) -> Lookup {
-    let pk_query = format!(
-        "SELECT string_agg(quote_ident(attname), ', ' ORDER BY ord) FROM {ext_schema}.simhash_primary_key($1)"
+    let pk = query_utf8(
+        &format!(
+            "SELECT pg_catalog.convert_to(string_agg(quote_ident(attname), ', ' ORDER BY ord), 'UTF8') \
+             FROM {ext_schema}.simhash_primary_key($1)"
+        ),
+        relid,
     );
-    let pk: Option<String> = Spi::get_one_with_args(&pk_query, &[relid.into()]).unwrap_or(None);
     // Always schema-qualified: the cached plan must not depend on the caller's search_path.
-    let qualified = Spi::get_one_with_args::<String>(
-        "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) \
-         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
-        &[relid.into()],
+    let qualified = query_utf8(
+        "SELECT pg_catalog.convert_to(quote_ident(n.nspname) || '.' || quote_ident(c.relname), 'UTF8') \
+         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         WHERE c.oid = $1",
+        relid,
     )
-    .ok()
-    .flatten()
     .unwrap_or_default();
     let (key_columns, key_text, flag_expr) = match &pk {
         Some(cols) => {
@@ -182,17 +184,61 @@ unsafe fn prepare_lookup(relid: pg_sys::Oid, att: &Attachment, ext_schema: &str)
     let mut types = vec![pg_sys::INT8OID];
     types.extend((0..n).map(|_| pg_sys::INT4OID));
     types.extend([pg_sys::INT4OID, pg_sys::TIDOID]);
-    let csql = CString::new(sql).expect("identifiers contain no NUL");
+    let csql = server_cstring(&sql);
     let plan = pg_sys::SPI_prepare(csql.as_ptr(), types.len() as i32, types.as_mut_ptr());
     if plan.is_null() {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            "simhash_trigger could not prepare its lookup query"
-        );
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            message: "simhash_trigger could not prepare its lookup query".into(),
+            detail: Some(format!("Query: {sql}")),
+            hint: None,
+        });
     }
     pg_sys::SPI_keepplan(plan);
     Lookup { plan, key_columns }
+}
+
+/// A UTF-8 string as a C string in the server encoding, for SQL text and catalog names.
+fn server_cstring(text: &str) -> CString {
+    CString::new(utf8_to_server(text).into_owned()).unwrap_or_default()
+}
+
+/// A C string of the server encoding (a catalog name, a trigger argument, a value's output) as UTF-8.
+unsafe fn cstr_utf8(ptr: *const std::ffi::c_char) -> String {
+    server_to_utf8(CStr::from_ptr(ptr).to_bytes()).to_string()
+}
+
+/// Runs a one-row query about `relid` whose single column is a `bytea` of UTF-8
+/// (`convert_to(..., 'UTF8')`): pgrx reads `text` only in a UTF-8 database.
+unsafe fn query_utf8(sql: &str, relid: pg_sys::Oid) -> Option<String> {
+    let csql = server_cstring(sql);
+    let mut types = [pg_sys::OIDOID];
+    let mut values = [pg_sys::Datum::from(relid)];
+    let nulls = [b' ' as std::ffi::c_char];
+    let status = pg_sys::SPI_execute_with_args(
+        csql.as_ptr(),
+        1,
+        types.as_mut_ptr(),
+        values.as_mut_ptr(),
+        nulls.as_ptr(),
+        true,
+        1,
+    );
+    if status != pg_sys::SPI_OK_SELECT as i32 || pg_sys::SPI_processed == 0 {
+        return None;
+    }
+    let table = &*pg_sys::SPI_tuptable;
+    let mut isnull = false;
+    let value = pg_sys::SPI_getbinval(*table.vals, table.tupdesc, 1, &mut isnull);
+    if isnull {
+        return None;
+    }
+    let bytes = pg_sys::pg_detoast_datum_packed(value.cast_mut_ptr());
+    let data = std::slice::from_raw_parts(
+        pgrx::vardata_any(bytes) as *const u8,
+        pgrx::varsize_any_exhdr(bytes),
+    );
+    Some(String::from_utf8_lossy(data).into_owned())
 }
 
 /// Finds the nearest row within `max_distance` with a fresh snapshot, so that rows committed while
@@ -240,21 +286,36 @@ unsafe fn find_nearest(
         1,
     );
     if status != pg_sys::SPI_OK_SELECT as i32 {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            "simhash_trigger lookup failed"
-        );
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            message: format!("simhash_trigger lookup failed (SPI status {status})"),
+            detail: None,
+            hint: None,
+        });
     }
     let mut nearest = None;
     if pg_sys::SPI_processed > 0 {
         let table = &*pg_sys::SPI_tuptable;
         let row = *table.vals;
         let key_ptr = pg_sys::SPI_getvalue(row, table.tupdesc, 1);
-        let key = CStr::from_ptr(key_ptr).to_string_lossy().into_owned();
+        let key = cstr_utf8(key_ptr);
         let mut isnull = false;
         let distance = pg_sys::SPI_getbinval(row, table.tupdesc, 2, &mut isnull).value() as i32;
         let flag_value = flag_attr.and_then(|attr| {
+            if pg_sys::SPI_gettypeid(table.tupdesc, 3) != attr.atttypid {
+                raise(EncodedError {
+                    code: PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                    message: format!(
+                        "simhash_trigger: column \"{}\" does not have the type of the table's key",
+                        att.flag_column()
+                    ),
+                    detail: None,
+                    hint: Some(
+                        "The key or the flag column was altered after simhash_attach(); detach the table and attach it again."
+                            .into(),
+                    ),
+                });
+            }
             let mut isnull = false;
             let value = pg_sys::SPI_getbinval(row, table.tupdesc, 3, &mut isnull);
             (!isnull).then(|| pg_sys::SPI_datumTransfer(value, attr.attbyval, attr.attlen as i32))
@@ -272,24 +333,42 @@ unsafe fn find_nearest(
 /// The schema the extension lives in (the trigger function's own), quoted for SQL.
 unsafe fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
     let namespace = pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid);
-    let name = CStr::from_ptr(pg_sys::get_namespace_name(namespace))
-        .to_string_lossy()
-        .into_owned();
-    quote_ident(&name)
+    quote_ident(&cstr_utf8(pg_sys::get_namespace_name(namespace)))
 }
 
 fn attnum(tupdesc: pg_sys::TupleDesc, name: &str, table: &str) -> i32 {
-    let cname = CString::new(name).unwrap_or_default();
+    let cname = server_cstring(name);
     let n = unsafe { pg_sys::SPI_fnumber(tupdesc, cname.as_ptr()) };
     if n <= 0 {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
-            format!("simhash_trigger: column \"{name}\" of table \"{table}\" does not exist"),
-            "The table was attached with simhash_attach(); detach and attach it again after renaming columns."
-        );
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            message: format!("simhash_trigger: column \"{name}\" of table \"{table}\" does not exist"),
+            detail: None,
+            hint: Some(
+                "The table was attached with simhash_attach(); detach and attach it again after renaming columns."
+                    .into(),
+            ),
+        });
     }
     n
+}
+
+/// Checks that a column the trigger reads or writes still has the type the attach gave it: a
+/// column altered since then would otherwise be read or written as the wrong type.
+fn check_type(tupdesc: pg_sys::TupleDesc, attnum: i32, table: &str, allowed: &[pg_sys::Oid], want: &str) {
+    let attr = attribute(tupdesc, attnum);
+    let base = unsafe { pg_sys::getBaseType(attr.atttypid) };
+    if !allowed.contains(&base) {
+        let name = unsafe { cstr_utf8(attr.attname.data.as_ptr()) };
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            message: format!("simhash_trigger: column \"{name}\" of table \"{table}\" is not {want}"),
+            detail: None,
+            hint: Some(
+                "The column was altered after simhash_attach(); detach the table and attach it again.".into(),
+            ),
+        });
+    }
 }
 
 fn attribute(tupdesc: pg_sys::TupleDesc, attnum: i32) -> &'static pg_sys::FormData_pg_attribute {
@@ -324,11 +403,12 @@ unsafe fn same_stored_bytes(a: Option<pg_sys::Datum>, b: Option<pg_sys::Datum>) 
 }
 
 fn trigger_error(message: &'static str) -> ! {
-    ereport!(
-        ERROR,
-        PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-        message
-    );
+    raise(EncodedError {
+        code: PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+        message: message.into(),
+        detail: None,
+        hint: None,
+    });
 }
 
 #[no_mangle]
@@ -339,9 +419,13 @@ pub extern "C" fn pg_finfo_simhash_trigger() -> &'static pg_sys::Pg_finfo_record
 }
 
 /// `simhash_trigger()`: BEFORE INSERT OR UPDATE FOR EACH ROW, arguments written by `simhash_attach()`.
-#[pg_guard]
+/// Its errors are reported in the server encoding (a key or a name may be non-ASCII in LATIN1).
 #[no_mangle]
 pub unsafe extern "C-unwind" fn simhash_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    crate::errors::guard(|| trigger(fcinfo))
+}
+
+unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let context = (*fcinfo).context;
     if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
         trigger_error("simhash_trigger() must be called as a trigger");
@@ -357,11 +441,7 @@ pub unsafe extern "C-unwind" fn simhash_trigger(fcinfo: pg_sys::FunctionCallInfo
     }
     let trigger = &*td.tg_trigger;
     let args: Vec<String> = (0..trigger.tgnargs as usize)
-        .map(|i| {
-            CStr::from_ptr(*trigger.tgargs.add(i))
-                .to_string_lossy()
-                .into_owned()
-        })
+        .map(|i| cstr_utf8(*trigger.tgargs.add(i)))
         .collect();
     let Some(att) = Attachment::from_args(&args) else {
         trigger_error("simhash_trigger() has invalid arguments: attach the table with simhash_attach()");
@@ -369,9 +449,7 @@ pub unsafe extern "C-unwind" fn simhash_trigger(fcinfo: pg_sys::FunctionCallInfo
 
     let rel = &*td.tg_relation;
     let tupdesc = rel.rd_att;
-    let table = CStr::from_ptr((*rel.rd_rel).relname.data.as_ptr())
-        .to_string_lossy()
-        .into_owned();
+    let table = cstr_utf8((*rel.rd_rel).relname.data.as_ptr());
     let (tuple, old) = if op == pg_sys::TRIGGER_EVENT_INSERT {
         (td.tg_trigtuple, None)
     } else {
@@ -379,6 +457,14 @@ pub unsafe extern "C-unwind" fn simhash_trigger(fcinfo: pg_sys::FunctionCallInfo
     };
     let text_att = attnum(tupdesc, &att.text_column, &table);
     let fp_att = attnum(tupdesc, &att.fingerprint_column(), &table);
+    check_type(
+        tupdesc,
+        text_att,
+        &table,
+        &[pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID],
+        "text, varchar or char",
+    );
+    check_type(tupdesc, fp_att, &table, &[pg_sys::INT8OID], "bigint");
     let text = getattr(tuple, text_att, tupdesc);
     let text_changed = old.is_none_or(|old| !same_stored_bytes(getattr(old, text_att, tupdesc), text));
     if !text_changed {
@@ -391,12 +477,14 @@ pub unsafe extern "C-unwind" fn simhash_trigger(fcinfo: pg_sys::FunctionCallInfo
     let fp = text.and_then(|datum| {
         FINGERPRINTS_COMPUTED.fetch_add(1, Ordering::Relaxed);
         let doc = Text::from_raw_datum(datum);
-        simhash_core::fingerprint_with(
-            &doc.to_utf8(),
+        let utf8 = doc.to_utf8();
+        simhash_core::try_fingerprint_with(
+            &utf8,
             &att.options,
             Chunking::default(),
             &mut crate::fingerprint::check_interrupts,
         )
+        .or_raise()
     });
     let mut columns = vec![fp_att];
     let mut values = vec![fp.map_or(pg_sys::Datum::from(0), |fp| pg_sys::Datum::from(fp as i64))];
@@ -420,18 +508,18 @@ pub unsafe extern "C-unwind" fn simhash_trigger(fcinfo: pg_sys::FunctionCallInfo
         };
         match (att.mode, nearest) {
             (Mode::Error, Some((key_columns, n))) => {
-                ereport!(
-                    ERROR,
-                    PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
-                    format!(
+                raise(EncodedError {
+                    code: PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+                    message: format!(
                         "near-duplicate text in column \"{}\" of relation \"{table}\"",
                         att.text_column
                     ),
-                    format!(
+                    detail: Some(format!(
                         "Key ({key_columns})=({}) is at Hamming distance {} (max_distance {}).",
                         n.key, n.distance, att.max_distance
-                    )
-                );
+                    )),
+                    hint: None,
+                });
             }
             (Mode::Skip, Some(_)) => return pg_sys::Datum::from(0),
             (Mode::Flag, nearest) => {

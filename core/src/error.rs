@@ -31,3 +31,38 @@ impl fmt::Display for OptionError {
 }
 
 impl std::error::Error for OptionError {}
+
+/// Memory for the features of a text could not be allocated (SQLSTATE 53200 in SQL). Only the
+/// collections that grow with the number of distinct features can fail this way: every other
+/// allocation is bounded by the chunk size, whatever the length of the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutOfMemory {
+    /// Distinct features collected when the allocation failed.
+    pub features: usize,
+}
+
+impl fmt::Display for OutOfMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "out of memory after collecting {} distinct features",
+            self.features
+        )
+    }
+}
+
+impl std::error::Error for OutOfMemory {}
+
+impl OutOfMemory {
+    /// What an infallible caller does with the error: the standard library's reaction to an
+    /// allocation failure.
+    pub fn abort(&self) -> ! {
+        let size = self
+            .features
+            .saturating_mul(2 * std::mem::size_of::<u64>())
+            .max(1);
+        let layout = std::alloc::Layout::from_size_align(size.min(isize::MAX as usize / 2), 8)
+            .unwrap_or(std::alloc::Layout::new::<u64>());
+        std::alloc::handle_alloc_error(layout)
+    }
+}

@@ -1,7 +1,9 @@
 //! The SimHash fingerprint (SPEC §2 steps 4–9): shingles, weights, accumulation, sign.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::Hash;
 
+use crate::error::OutOfMemory;
 use crate::hash::{fmix64, Fnv1a64};
 use crate::idf::IdfTable;
 use crate::normalize::{chunks, normalize, Chunking};
@@ -47,6 +49,76 @@ impl FeatureRef<'_> {
             }
         }
     }
+
+    /// The feature's text in a string allocated fallibly: one of these is kept per distinct feature.
+    fn try_text(&self, features: usize) -> Result<String, OutOfMemory> {
+        let len = match self {
+            FeatureRef::Token(t) => t.len(),
+            FeatureRef::Shingle(window, sep) => {
+                window.iter().map(String::len).sum::<usize>() + sep.len() * window.len().saturating_sub(1)
+            }
+        };
+        let mut out = String::new();
+        out.try_reserve_exact(len).map_err(|_| OutOfMemory { features })?;
+        match self {
+            FeatureRef::Token(t) => out.push_str(t),
+            FeatureRef::Shingle(window, sep) => {
+                for (i, t) in window.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(sep);
+                    }
+                    out.push_str(t);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the feature's text is `text`, without building it.
+    fn text_eq(&self, text: &str) -> bool {
+        match self {
+            FeatureRef::Token(t) => *t == text,
+            FeatureRef::Shingle(window, sep) => {
+                let mut rest = text;
+                for (i, t) in window.iter().enumerate() {
+                    if i > 0 {
+                        let Some(r) = rest.strip_prefix(*sep) else {
+                            return false;
+                        };
+                        rest = r;
+                    }
+                    let Some(r) = rest.strip_prefix(t.as_str()) else {
+                        return false;
+                    };
+                    rest = r;
+                }
+                rest.is_empty()
+            }
+        }
+    }
+}
+
+/// Makes room for one more element in a vector that grows with the number of distinct features,
+/// reporting an allocation failure instead of aborting.
+fn grow_vec<T>(v: &mut Vec<T>) -> Result<(), OutOfMemory> {
+    if v.len() == v.capacity() {
+        v.try_reserve(1).map_err(|_| OutOfMemory { features: v.len() })?;
+    }
+    Ok(())
+}
+
+fn grow_map<K: Eq + Hash, V>(m: &mut HashMap<K, V>) -> Result<(), OutOfMemory> {
+    if m.len() == m.capacity() {
+        m.try_reserve(1).map_err(|_| OutOfMemory { features: m.len() })?;
+    }
+    Ok(())
+}
+
+fn grow_set<K: Eq + Hash>(s: &mut HashSet<K>) -> Result<(), OutOfMemory> {
+    if s.len() == s.capacity() {
+        s.try_reserve(1).map_err(|_| OutOfMemory { features: s.len() })?;
+    }
+    Ok(())
 }
 
 /// Turns the stream of kept tokens into features (step 4), across chunk boundaries.
@@ -89,25 +161,37 @@ impl Shingler {
     }
 }
 
-/// Runs steps 1–4 over `text`, chunk by chunk, calling `interrupt` between chunks.
+/// Runs steps 1–4 over `text`, chunk by chunk, calling `interrupt` between chunks. Stops at the first
+/// error of `sink`.
 fn for_each_feature(
     text: &str,
     options: &Options,
     chunking: Chunking,
     interrupt: &mut dyn FnMut(),
-    mut sink: impl FnMut(FeatureRef<'_>),
-) {
+    mut sink: impl FnMut(FeatureRef<'_>) -> Result<(), OutOfMemory>,
+) -> Result<(), OutOfMemory> {
     let mut shingler = Shingler::new(options);
+    let mut failed: Option<OutOfMemory> = None;
     for chunk in chunks(text, chunking) {
         interrupt();
         let normalized = normalize(chunk);
         for_each_token(&normalized, options.tokenizer, |token| {
-            if keep(token, options.stopwords) {
-                shingler.push(token, &mut sink);
+            if failed.is_none() && keep(token, options.stopwords) {
+                shingler.push(token, &mut |f| {
+                    if failed.is_none() {
+                        failed = sink(f).err();
+                    }
+                });
             }
         });
+        if failed.is_some() {
+            break;
+        }
     }
-    shingler.finish(&mut sink);
+    if failed.is_none() {
+        shingler.finish(&mut |f| failed = sink(f).err());
+    }
+    failed.map_or(Ok(()), Err)
 }
 
 /// Per-bit counts of one bits over features of integer weight: `v[i] = 2·ones[i] − total`.
@@ -158,18 +242,33 @@ pub fn fingerprint(text: &str, options: &Options) -> Option<u64> {
     fingerprint_with(text, options, Chunking::default(), &mut || {})
 }
 
-/// [`fingerprint`] with explicit chunking and an interrupt check run between chunks.
+/// [`fingerprint`] with explicit chunking and an interrupt check run between chunks. An allocation
+/// failure aborts, as it does anywhere in the standard library; see [`try_fingerprint_with`].
 pub fn fingerprint_with(
     text: &str,
     options: &Options,
     chunking: Chunking,
     interrupt: &mut dyn FnMut(),
 ) -> Option<u64> {
-    match options.weighting {
+    try_fingerprint_with(text, options, chunking, interrupt).unwrap_or_else(|e| e.abort())
+}
+
+/// [`fingerprint_with`] that reports a failure to allocate the collections growing with the number of
+/// distinct features (`'binary'` and `'tfidf'` weighting; `'tf'` needs none) instead of aborting.
+pub fn try_fingerprint_with(
+    text: &str,
+    options: &Options,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+) -> Result<Option<u64>, OutOfMemory> {
+    Ok(match options.weighting {
         // Integer weights: summing per occurrence equals summing tf per distinct feature.
         Weighting::Tf => {
             let mut counts = BitCounts::new();
-            for_each_feature(text, options, chunking, interrupt, |f| counts.add(f.hash()));
+            for_each_feature(text, options, chunking, interrupt, |f| {
+                counts.add(f.hash());
+                Ok(())
+            })?;
             counts.fingerprint()
         }
         Weighting::Binary => {
@@ -177,10 +276,12 @@ pub fn fingerprint_with(
             let mut seen = HashSet::new();
             for_each_feature(text, options, chunking, interrupt, |f| {
                 let h = f.hash();
+                grow_set(&mut seen)?;
                 if seen.insert(h) {
                     counts.add(h);
                 }
-            });
+                Ok(())
+            })?;
             counts.fingerprint()
         }
         // Float weights: summed per distinct feature in order of first occurrence, as SPEC §2 says.
@@ -190,40 +291,73 @@ pub fn fingerprint_with(
             let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
             for_each_feature(text, options, chunking, interrupt, |f| {
                 let h = f.hash();
-                let i = *index.entry(h).or_insert_with(|| {
-                    let token = match &f {
-                        FeatureRef::Token(t) => idf.idf(t),
-                        FeatureRef::Shingle(..) => idf.idf(&f.text()),
-                    };
-                    distinct.push((h, 0, token));
-                    distinct.len() - 1
-                });
+                let i = match index.get(&h) {
+                    Some(&i) => i,
+                    None => {
+                        grow_map(&mut index)?;
+                        grow_vec(&mut distinct)?;
+                        let token = match &f {
+                            FeatureRef::Token(t) => idf.idf(t),
+                            FeatureRef::Shingle(..) => idf.idf(&f.text()),
+                        };
+                        distinct.push((h, 0, token));
+                        index.insert(h, distinct.len() - 1);
+                        distinct.len() - 1
+                    }
+                };
                 distinct[i].1 += 1;
-            });
+                Ok(())
+            })?;
             (!distinct.is_empty())
                 .then(|| accumulate(distinct.iter().map(|&(h, tf, idf)| (h, tf as f64 * idf))))
         }
-    }
+    })
 }
 
 /// The distinct features of `text` with their weights and hashes, in order of first occurrence.
 pub fn features(text: &str, options: &Options, interrupt: &mut dyn FnMut()) -> Vec<Feature> {
-    let mut index: HashMap<String, usize> = HashMap::new();
+    try_features(text, options, interrupt).unwrap_or_else(|e| e.abort())
+}
+
+/// [`features`] that reports an allocation failure of the result instead of aborting.
+pub fn try_features(
+    text: &str,
+    options: &Options,
+    interrupt: &mut dyn FnMut(),
+) -> Result<Vec<Feature>, OutOfMemory> {
+    // Distinct features by hash; features whose hashes collide but whose texts differ (never seen
+    // with a 64-bit hash, but possible) are told apart by text.
+    let mut by_hash: HashMap<u64, usize> = HashMap::new();
+    let mut collided: HashMap<String, usize> = HashMap::new();
     let mut out: Vec<Feature> = Vec::new();
     for_each_feature(text, options, Chunking::default(), interrupt, |f| {
-        let text = f.text();
-        match index.get(&text) {
-            Some(&i) => out[i].weight += 1.0,
+        let hash = f.hash();
+        let existing = match by_hash.get(&hash) {
+            Some(&i) if f.text_eq(&out[i].text) => Some(i),
+            Some(_) => collided.get(f.text().as_str()).copied(),
+            None => None,
+        };
+        match existing {
+            Some(i) => out[i].weight += 1.0,
             None => {
-                index.insert(text.clone(), out.len());
+                let text = f.try_text(out.len())?;
+                grow_vec(&mut out)?;
+                if by_hash.contains_key(&hash) {
+                    grow_map(&mut collided)?;
+                    collided.insert(text.clone(), out.len());
+                } else {
+                    grow_map(&mut by_hash)?;
+                    by_hash.insert(hash, out.len());
+                }
                 out.push(Feature {
-                    hash: f.hash(),
+                    hash,
                     text,
                     weight: 1.0,
                 });
             }
         }
-    });
+        Ok(())
+    })?;
     match options.weighting {
         Weighting::Tf => {}
         Weighting::Binary => out.iter_mut().for_each(|f| f.weight = 1.0),
@@ -232,7 +366,7 @@ pub fn features(text: &str, options: &Options, interrupt: &mut dyn FnMut()) -> V
             out.iter_mut().for_each(|f| f.weight *= idf.idf(&f.text));
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]

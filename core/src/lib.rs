@@ -12,7 +12,9 @@ pub mod stopwords;
 pub mod tokenize;
 
 pub use bands::{band, bands, hamming};
-pub use error::OptionError;
-pub use fingerprint::{accumulate, features, fingerprint, fingerprint_with, Feature};
+pub use error::{OptionError, OutOfMemory};
+pub use fingerprint::{
+    accumulate, features, fingerprint, fingerprint_with, try_features, try_fingerprint_with, Feature,
+};
 pub use normalize::Chunking;
 pub use options::{Options, Tokenizer, Weighting};
