@@ -49,7 +49,10 @@ start_server() {
     runuser -u postgres -- "$PG_BIN/initdb" -D "$dir/data" -A trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log"
     local opts="-p $port -k /tmp -c listen_addresses=127.0.0.1"
     for o in "$@"; do opts="$opts -c $o"; done
-    runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "$opts" -w start >/dev/null
+    # Without RUST_BACKTRACE: pgrx would append a Rust backtrace to the DETAIL of errors raised
+    # inside Rust code, which no user of a production server sees.
+    runuser -u postgres -- env -u RUST_BACKTRACE -u RUST_LIB_BACKTRACE \
+        "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "$opts" -w start >/dev/null
 }
 
 stop_server() {

@@ -16,7 +16,7 @@ pub(crate) fn check_interrupts() {
 }
 
 /// The 64-bit SimHash fingerprint of `doc`, or NULL when the text has no features.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash(
     doc: Text,
     tokenizer: default!(Text, "'jieba'"),
@@ -36,7 +36,7 @@ fn simhash(
 }
 
 /// The features behind a fingerprint, in order of first occurrence, with their weights and hashes.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash_features(
     doc: Text,
     tokenizer: default!(Text, "'jieba'"),

@@ -4,6 +4,7 @@
 use pgrx::prelude::*;
 
 mod bands;
+mod dedup;
 mod errors;
 mod fingerprint;
 mod tables;

@@ -62,6 +62,10 @@ CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distan
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+-- Let the fingerprinting scan below use parallel workers (max_parallel_workers_per_gather of them).
+SET parallel_setup_cost = 0
+SET parallel_tuple_cost = 0
+SET min_parallel_table_scan_size = 0
 AS $$
 DECLARE
   nbands int;
@@ -122,8 +126,14 @@ BEGIN
   -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
   -- the band columns are generated from it.
   EXECUTE format('ALTER TABLE %s ADD COLUMN %I bigint', table_name, fp);
-  EXECUTE format('UPDATE %s SET %I = @extschema@.simhash(%I, %L, %s, %L, %L)',
-                 table_name, fp, text_column, tokenizer, shingle, weighting, stopwords);
+  -- A read-only scan can run in parallel where an UPDATE cannot; the table is locked since the
+  -- ALTER TABLE, so the row ctids stay valid.
+  EXECUTE format('CREATE TEMP TABLE simhash_attach_fill AS '
+                 'SELECT ctid AS row_id, @extschema@.simhash(%I, %L, %s, %L, %L) AS fp FROM ONLY %s',
+                 text_column, tokenizer, shingle, weighting, stopwords, table_name);
+  EXECUTE format('UPDATE ONLY %s t SET %I = f.fp FROM simhash_attach_fill f '
+                 'WHERE t.ctid = f.row_id AND f.fp IS NOT NULL', table_name, fp);
+  DROP TABLE simhash_attach_fill;
   SELECT string_agg(format('ADD COLUMN %I int GENERATED ALWAYS AS (@extschema@.simhash_band(%I, %s, %s)) STORED',
                            text_column || '_band' || i, fp, i, nbands), ', ' ORDER BY i)
   INTO bands FROM generate_series(0, nbands - 1) i;

@@ -8,6 +8,7 @@ pub mod hash;
 pub mod idf;
 pub mod normalize;
 pub mod options;
+pub mod pairs;
 pub mod stopwords;
 pub mod tokenize;
 

@@ -1,0 +1,292 @@
+//! Deduplicating an attached table: every near-duplicate pair, and clusters by union-find over them.
+//! The search itself is `simhash_core::pairs`; this module reads the fingerprints, reports progress
+//! and streams the results.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use pgrx::callconv::{Arg, ArgAbi};
+use pgrx::pgrx_sql_entity_graph::metadata::{
+    ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
+};
+use pgrx::prelude::*;
+use simhash_core::pairs::{cluster_rows, group_identical, near_pairs, Progress, MAX_PAIR_DISTANCE};
+
+/// A `regclass` argument, so that `simhash_pairs('my_table')` resolves the name as PostgreSQL does.
+pub struct RegClass(pg_sys::Oid);
+
+impl FromDatum for RegClass {
+    unsafe fn from_polymorphic_datum(datum: pg_sys::Datum, is_null: bool, _: pg_sys::Oid) -> Option<Self> {
+        (!is_null).then(|| RegClass(pg_sys::Oid::from(datum.value() as u32)))
+    }
+}
+
+unsafe impl<'fcx> ArgAbi<'fcx> for RegClass {
+    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
+        let index = arg.index();
+        unsafe { arg.unbox_arg_using_from_datum() }
+            .unwrap_or_else(|| panic!("argument {index} must not be null"))
+    }
+}
+
+unsafe impl SqlTranslatable for RegClass {
+    const TYPE_IDENT: &'static str = "simhash_ext::dedup::RegClass";
+    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
+    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("regclass"));
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Err(ReturnsError::Datum);
+}
+
+/// The rows of an attached table, in primary key order: their keys as text and fingerprints.
+struct Rows {
+    keys: Vec<String>,
+    fps: Vec<Option<u64>>,
+    nbands: u32,
+    max_distance: u32,
+}
+
+/// Emits a NOTICE at most every few seconds while a long run goes on.
+struct Reporter {
+    what: &'static str,
+    last: Instant,
+}
+
+impl Reporter {
+    const EVERY: Duration = Duration::from_secs(5);
+
+    fn new(what: &'static str) -> Self {
+        Reporter {
+            what,
+            last: Instant::now(),
+        }
+    }
+
+    fn report(&mut self, message: impl FnOnce() -> String) {
+        pg_sys::check_for_interrupts!();
+        if self.last.elapsed() >= Self::EVERY {
+            self.last = Instant::now();
+            notice!("{}: {}", self.what, message());
+        }
+    }
+}
+
+fn read_rows(
+    table: pg_sys::Oid,
+    max_distance: Option<i32>,
+    text_column: Option<&str>,
+    reporter: &mut Reporter,
+) -> Rows {
+    Spi::connect(|client| {
+        let schema: String = client
+            .select(
+                "SELECT quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace \
+                 WHERE e.extname = 'simhash_ext'",
+                None,
+                &[],
+            )
+            .and_then(|t| t.first().get_one::<String>())
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "public".into());
+        let att = client
+            .select(
+                &format!(
+                    "SELECT a.fingerprint_column::text, cardinality(a.band_columns), a.max_distance, \
+                            quote_ident(n.nspname) || '.' || quote_ident(c.relname), \
+                            (SELECT string_agg('t.' || quote_ident(p.attname), ', ' ORDER BY p.ord) \
+                             FROM {schema}.simhash_primary_key($1) p), \
+                            (SELECT count(*) FROM {schema}.simhash_primary_key($1))::int \
+                     FROM {schema}.simhash_find_attachment($1, $2) a \
+                     JOIN pg_class c ON c.oid = a.table_name JOIN pg_namespace n ON n.oid = c.relnamespace"
+                ),
+                None,
+                &[table.into(), text_column.into()],
+            )
+            .expect("simhash_find_attachment raises its own errors");
+        let att = att.first();
+        let fp_column: String = att.get(1).ok().flatten().unwrap_or_default();
+        let nbands: i32 = att.get(2).ok().flatten().unwrap_or(4);
+        let attached: i32 = att.get(3).ok().flatten().unwrap_or(3);
+        let qualified: String = att.get(4).ok().flatten().unwrap_or_default();
+        let key_columns: Option<String> = att.get(5).ok().flatten();
+        let key_count: i32 = att.get(6).ok().flatten().unwrap_or(0);
+
+        let k = max_distance.unwrap_or(attached);
+        if !(0..=MAX_PAIR_DISTANCE as i32).contains(&k) {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!(
+                    "invalid value for option \"max_distance\": {k}; allowed: an integer from 0 to {MAX_PAIR_DISTANCE}"
+                )
+            );
+        }
+        let (key_text, order) = match (key_columns, key_count) {
+            (Some(cols), 1) => (format!("{cols}::text"), cols),
+            (Some(cols), _) => (format!("ROW({cols})::text"), cols),
+            (None, _) => ("t.ctid::text".to_string(), "t.ctid".to_string()),
+        };
+        let query = format!(
+            "SELECT {key_text}, t.{} FROM ONLY {qualified} t ORDER BY {order}",
+            pgrx::spi::quote_identifier(&fp_column)
+        );
+        let mut cursor = client.open_cursor(&query, &[]);
+        let mut rows = Rows {
+            keys: Vec::new(),
+            fps: Vec::new(),
+            nbands: nbands as u32,
+            max_distance: k as u32,
+        };
+        loop {
+            let batch = cursor.fetch(10_000).expect("reading the table failed");
+            if batch.is_empty() {
+                break;
+            }
+            for row in batch {
+                rows.keys
+                    .push(row.get::<String>(1).ok().flatten().unwrap_or_default());
+                rows.fps
+                    .push(row.get::<i64>(2).ok().flatten().map(|fp| fp as u64));
+            }
+            let read = rows.keys.len();
+            reporter.report(|| format!("read {read} rows"));
+        }
+        rows
+    })
+}
+
+/// The rows that have a fingerprint, grouped by identical fingerprint: `rows_of_group[g]` lists the
+/// row indexes (in key order) whose fingerprint is `distinct[g]`.
+struct Groups {
+    rows_of_group: Vec<Vec<u32>>,
+    distinct: Vec<u64>,
+}
+
+fn group_rows(rows: &Rows) -> Groups {
+    let with_fp: Vec<u32> = (0..rows.fps.len() as u32)
+        .filter(|&i| rows.fps[i as usize].is_some())
+        .collect();
+    let fps: Vec<u64> = with_fp
+        .iter()
+        .map(|&i| rows.fps[i as usize].unwrap_or(0))
+        .collect();
+    let groups = group_identical(&fps);
+    let mut rows_of_group: Vec<Vec<u32>> = vec![Vec::new(); groups.distinct.len()];
+    for (j, &g) in groups.group.iter().enumerate() {
+        rows_of_group[g as usize].push(with_fp[j]);
+    }
+    Groups {
+        rows_of_group,
+        distinct: groups.distinct,
+    }
+}
+
+/// A progress callback for the pair search that reports through `reporter`.
+fn progress<'a>(
+    rows: &'a Rows,
+    groups: &'a Groups,
+    reporter: &'a mut Reporter,
+) -> impl FnMut(&Progress) + 'a {
+    move |p: &Progress| {
+        reporter.report(|| {
+            format!(
+                "{} rows, {} distinct fingerprints: band {} of {} done, {} fingerprint pairs within distance {}",
+                rows.keys.len(),
+                groups.distinct.len(),
+                p.parts_done,
+                p.parts,
+                p.pairs,
+                rows.max_distance
+            )
+        })
+    }
+}
+
+/// Every near-duplicate pair of an attached table within `max_distance` (default: the attached one),
+/// with the keys of both rows as text (`key_a` first in key order) and their distance.
+#[pg_extern(stable, parallel_unsafe)]
+fn simhash_pairs(
+    table_name: RegClass,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+) -> TableIterator<'static, (name!(key_a, String), name!(key_b, String), name!(distance, i32))> {
+    let mut reporter = Reporter::new("simhash_pairs");
+    let rows = read_rows(table_name.0, max_distance, text_column, &mut reporter);
+    let groups = group_rows(&rows);
+    let pairs = if rows.max_distance == 0 {
+        Vec::new()
+    } else {
+        near_pairs(
+            &groups.distinct,
+            rows.max_distance,
+            rows.nbands,
+            &mut progress(&rows, &groups, &mut reporter),
+        )
+    };
+    let rows_of_group = groups.rows_of_group;
+    let keys = rows.keys;
+    // Expanded lazily: a group of many identical rows yields its pairs one by one.
+    let groups = Rc::new(rows_of_group);
+    let g = groups.clone();
+    let identical = (0..groups.len()).flat_map(move |grp| {
+        let g = g.clone();
+        let n = g[grp].len();
+        (0..n).flat_map(move |x| {
+            let g = g.clone();
+            (x + 1..n).map(move |y| (g[grp][x], g[grp][y], 0))
+        })
+    });
+    let near = pairs.into_iter().flat_map(move |(ga, gb, d)| {
+        let g = groups.clone();
+        let (ga, gb) = (ga as usize, gb as usize);
+        (0..g[ga].len()).flat_map(move |x| {
+            let g = g.clone();
+            (0..g[gb].len()).map(move |y| {
+                let (a, b) = (g[ga][x], g[gb][y]);
+                (a.min(b), a.max(b), d)
+            })
+        })
+    });
+    TableIterator::new(
+        identical
+            .into_iter()
+            .chain(near)
+            .map(move |(a, b, d)| (keys[a as usize].clone(), keys[b as usize].clone(), d as i32)),
+    )
+}
+
+/// Every row of an attached table with the representative of its cluster (the cluster's first row
+/// in key order) and the cluster's size; rows without a fingerprint are clusters of their own.
+#[pg_extern(stable, parallel_unsafe)]
+fn simhash_clusters(
+    table_name: RegClass,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(key, String),
+        name!(representative, String),
+        name!(cluster_size, i64),
+    ),
+> {
+    let mut reporter = Reporter::new("simhash_clusters");
+    let rows = read_rows(table_name.0, max_distance, text_column, &mut reporter);
+    let groups = group_rows(&rows);
+    let representative = cluster_rows(
+        rows.keys.len(),
+        &groups.rows_of_group,
+        &groups.distinct,
+        rows.max_distance,
+        rows.nbands,
+        &mut progress(&rows, &groups, &mut reporter),
+    );
+    let mut size = vec![0i64; rows.keys.len()];
+    for &r in &representative {
+        size[r as usize] += 1;
+    }
+    let keys = rows.keys;
+    TableIterator::new((0..keys.len()).map(move |i| {
+        let r = representative[i] as usize;
+        (keys[i].clone(), keys[r].clone(), size[r])
+    }))
+}

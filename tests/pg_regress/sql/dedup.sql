@@ -1,0 +1,121 @@
+-- simhash_pairs() and simhash_clusters() against brute force on thousands of rows of real text with
+-- planted near-duplicates; the README's one-statement cleanup; cancellation; errors.
+\getenv abs_srcdir PG_ABS_SRCDIR
+CREATE TEMP TABLE source_text (doc text);
+\set zh :abs_srcdir '/../data/long_zh.txt'
+\set en :abs_srcdir '/../data/long_en.txt'
+\set corpus :abs_srcdir '/../../demo/corpus.tsv'
+COPY source_text FROM :'zh';
+COPY source_text FROM :'en';
+COPY source_text FROM :'corpus' WITH (DELIMITER E'\x1f');
+CREATE TEMP TABLE sentences AS
+SELECT row_number() OVER (ORDER BY s) AS n, s
+FROM (SELECT DISTINCT trim(s) AS s
+      FROM source_text, regexp_split_to_table(doc, '(?<=[。！？.!?])\s*|\t') s) x
+WHERE length(s) >= 12;
+-- 4,000 distinct documents of four sentences, then 600 planted near-duplicates: copies with an edit.
+CREATE TABLE crawl (id int PRIMARY KEY, body text);
+INSERT INTO crawl
+SELECT i, (SELECT string_agg(s, ' ' ORDER BY k)
+           FROM (VALUES (1, (i * 7) % m + 1), (2, (i * 13 + 5) % m + 1), (3, (i * 31 + 11) % m + 1),
+                        (4, (i / 405) % m + 1)) p(k, n)
+           JOIN sentences USING (n))
+FROM generate_series(1, 4000) i, (SELECT count(*) AS m FROM sentences) c;
+INSERT INTO crawl
+SELECT 4000 + i, CASE i % 3 WHEN 0 THEN body || ' 来源：本地新闻网'
+                            WHEN 1 THEN upper(body)
+                            ELSE replace(body, '。', '！') END
+FROM crawl WHERE id % 6 = 0
+ORDER BY id LIMIT 600;
+INSERT INTO crawl VALUES (9001, NULL), (9002, '。。。');
+SELECT simhash_attach('crawl', 'body');
+SELECT count(*) AS rows, count(body_simhash) AS fingerprinted FROM crawl;
+
+-- Pairs equal the brute-force scan exactly.
+CREATE TEMP TABLE pairs AS SELECT * FROM simhash_pairs('crawl');
+CREATE TEMP TABLE brute AS
+SELECT a.id::text AS key_a, b.id::text AS key_b, hamming(a.body_simhash, b.body_simhash) AS distance
+FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 3;
+SELECT (SELECT count(*) FROM pairs) AS pairs, (SELECT count(*) FROM brute) AS brute_force,
+       (SELECT count(*) FROM (TABLE pairs EXCEPT TABLE brute) x) AS extra,
+       (SELECT count(*) FROM (TABLE brute EXCEPT TABLE pairs) x) AS missed,
+       (SELECT count(*) FROM (SELECT key_a, key_b FROM pairs GROUP BY 1, 2 HAVING count(*) > 1) x) AS repeated;
+SELECT distance, count(*) FROM pairs GROUP BY distance ORDER BY distance;
+-- Another distance, and exact duplicates only.
+SELECT (SELECT count(*) FROM simhash_pairs('crawl', max_distance => 6))
+     = (SELECT count(*) FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 6)
+       AS distance_6_exact,
+       (SELECT count(*) FROM simhash_pairs('crawl', 0))
+     = (SELECT count(*) FROM crawl a JOIN crawl b ON a.id < b.id AND a.body_simhash = b.body_simhash)
+       AS distance_0_exact;
+
+-- Clusters equal the connected components of the pairs (label propagation here), and each cluster's
+-- representative is its smallest key.
+CREATE TEMP TABLE clusters AS SELECT * FROM simhash_clusters('crawl');
+CREATE TEMP TABLE label AS SELECT id, id AS label FROM crawl;
+DO $$
+DECLARE changed bigint;
+BEGIN
+  LOOP
+    UPDATE label l SET label = m.label
+    FROM (SELECT x.id, min(least(lx.label, ly.label)) AS label
+          FROM pairs p
+          JOIN label lx ON lx.id = p.key_a::int JOIN label ly ON ly.id = p.key_b::int
+          CROSS JOIN LATERAL (VALUES (p.key_a::int), (p.key_b::int)) x(id)
+          GROUP BY x.id) m
+    WHERE l.id = m.id AND m.label < l.label;
+    GET DIAGNOSTICS changed = ROW_COUNT;
+    EXIT WHEN changed = 0;
+  END LOOP;
+END $$;
+SELECT count(*) AS rows, count(DISTINCT representative) AS clusters,
+       count(*) FILTER (WHERE c.representative::int <> l.label) AS wrong_cluster,
+       (SELECT count(*) FROM (SELECT representative, min(key::int) m FROM clusters GROUP BY 1) x
+        WHERE m <> representative::int) AS wrong_representative,
+       bool_and(c.cluster_size = (SELECT count(*) FROM clusters c2 WHERE c2.representative = c.representative)) AS sizes
+FROM clusters c JOIN label l ON l.id = c.key::int;
+SELECT key, representative, cluster_size FROM clusters WHERE key IN ('9001', '9002') ORDER BY key;
+
+-- The README's cleanup: keep one row per cluster, delete the rest, in one statement.
+DELETE FROM crawl t USING simhash_clusters('crawl') c
+WHERE t.id::text = c.key AND c.key <> c.representative;
+SELECT count(*) AS rows_left, (SELECT count(DISTINCT representative) FROM clusters) AS clusters FROM crawl;
+SELECT count(*) AS pairs_left FROM simhash_pairs('crawl');
+SELECT simhash_detach('crawl');
+DROP TABLE crawl;
+
+-- Keys of other types: composite keys come out as row literals.
+CREATE TABLE pages (site int, path text, body text, PRIMARY KEY (site, path));
+SELECT simhash_attach('pages', 'body');
+INSERT INTO pages VALUES (1, '/a', 'Museum opens exhibit of hand-drawn harbor maps.'),
+  (2, '/b', 'MUSEUM OPENS EXHIBIT OF HAND-DRAWN HARBOR MAPS!'), (1, '/c', 'Cranes return to the wetlands.');
+SELECT * FROM simhash_pairs('pages');
+SELECT * FROM simhash_clusters('pages') ORDER BY key;
+DROP TABLE pages;
+
+-- statement_timeout stops a long run promptly (SQLSTATE 57014).
+CREATE TABLE many (id int PRIMARY KEY, body text);
+INSERT INTO many SELECT i, md5(i::text) || ' ' || md5((i * 7)::text) FROM generate_series(1, 200000) i;
+SELECT simhash_attach('many', 'body');
+SELECT clock_timestamp() AS started \gset
+SET statement_timeout = '20ms';
+SELECT count(*) FROM simhash_clusters('many');
+RESET statement_timeout;
+SELECT clock_timestamp() - :'started'::timestamptz < interval '1 s' AS stopped_within_a_second;
+DROP TABLE many;
+
+-- Errors.
+CREATE TABLE plain (id int PRIMARY KEY, body text);
+CREATE FUNCTION pg_temp.try(query text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE query;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+SELECT pg_temp.try($$SELECT * FROM simhash_pairs('plain')$$) AS not_attached;
+SELECT simhash_attach('plain', 'body');
+SELECT pg_temp.try($$SELECT * FROM simhash_pairs('plain', max_distance => 17)$$) AS too_far,
+       pg_temp.try($$SELECT * FROM simhash_clusters('plain', max_distance => -1)$$) AS negative,
+       pg_temp.try($$SELECT * FROM simhash_pairs('no_such_table')$$) AS no_table;
+DROP TABLE plain;
