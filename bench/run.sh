@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The simhash_ext benchmark, in one command, as root on Debian 12:   bash bench/run.sh
+#
+# Installs what it lacks (apt packages, a Python venv in bench/.venv), builds the release build of
+# the extension into a private copy of PostgreSQL 15 (so that nobody's debug install in the system
+# directories can change what is measured, and nothing system-wide is touched), reads the real text
+# shipped on this machine, starts its own throwaway server (port 54340, /tmp/simhash-bench), and
+# regenerates every table into bench/results/*.md, printing them as it goes. See bench/README.md.
+#
+# Environment knobs (defaults in brackets): BENCH_REPS [5] timed runs per throughput figure,
+# BENCH_THROUGHPUT_MB [24] MB of text per language for throughput, BENCH_PY_MB [2] MB given to the
+# (slow) Python simhash package, BENCH_BASES [150] base documents per language in the accuracy set,
+# BENCH_QUIET_WAIT [180] seconds the throughput stage may wait for CPU 0 to be quiet.
+
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../scripts/common.sh
+source "$BENCH/../scripts/common.sh" # set -euo pipefail, ROOT, PG_CONFIG, start_server, stop_server, ...
+
+SERVER_DIR=/tmp/simhash-bench
+export BENCH_PORT=54340
+PRIVATE_PG=/tmp/simhash-bench-pg   # a relocated copy of PostgreSQL 15 with our release build
+PACKAGE=/tmp/simhash-bench-pkg     # `cargo pgrx package` output: the .so and its SQL script
+PY=$BENCH/.venv/bin/python
+START=$SECONDS
+
+step() { printf '\n[%4ds] == %s\n' $((SECONDS - START)) "$*" >&2; }
+
+step "tools: apt packages, cargo-pgrx, Python venv"
+ensure_tools # postgresql-15, -server-dev-15, -contrib, clang, cargo-pgrx (skips what is there)
+missing=()
+for pkg in gettext manpages-zh util-linux binutils; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+if ((${#missing[@]})); then
+    step "apt-get install ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+[ -x "$PY" ] || python3 -m venv "$BENCH/.venv"
+if ! "$PY" -c 'import chdb, simhash, jieba, psycopg' 2>/dev/null; then
+    step "pip install -r bench/requirements.txt (into bench/.venv)"
+    "$PY" -m pip install -q -r "$BENCH/requirements.txt"
+fi
+
+step "build: the core example (release) and the extension package (release)"
+cd "$ROOT"
+cargo build --release -q -p simhash_core --example throughput
+if ! cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$PACKAGE" >"$BENCH/.package.log" 2>&1; then
+    if [ -f "$PACKAGE/usr/lib/postgresql/15/lib/simhash_ext.so" ]; then
+        step "WARNING: cargo pgrx package failed (see bench/.package.log); using the previous package"
+    else
+        cat "$BENCH/.package.log" >&2
+        exit 1
+    fi
+fi
+
+step "private PostgreSQL 15 in $PRIVATE_PG (system binaries, our release build of simhash_ext)"
+# PostgreSQL finds its share/ and lib/ directories relative to the postgres executable, so a copy of
+# the executables under the same relative layout uses the copied share/ and lib/ directories.
+rm -rf "$PRIVATE_PG"
+sys_bin=/usr/lib/postgresql/15/bin
+sys_lib=$("$PG_CONFIG" --pkglibdir)
+sys_share=$("$PG_CONFIG" --sharedir)
+mkdir -p "$PRIVATE_PG$sys_bin" "$PRIVATE_PG$sys_lib" "$(dirname "$PRIVATE_PG$sys_share")"
+cp "$sys_bin/postgres" "$sys_bin/initdb" "$sys_bin/pg_ctl" "$PRIVATE_PG$sys_bin/"
+cp -r "$sys_share" "$PRIVATE_PG$sys_share"
+for f in "$sys_lib"/*; do
+    [ "$(basename "$f")" = simhash_ext.so ] || ln -s "$f" "$PRIVATE_PG$sys_lib/"
+done
+cp "$PACKAGE/usr/lib/postgresql/15/lib/simhash_ext.so" "$PRIVATE_PG$sys_lib/"
+cp "$PACKAGE"/usr/share/postgresql/15/extension/simhash_ext* "$PRIVATE_PG$sys_share/extension/"
+chmod -R a+rX "$PRIVATE_PG"
+export BENCH_PKGLIB=$PRIVATE_PG$sys_lib
+PG_BIN=$PRIVATE_PG$sys_bin # used by start_server / stop_server from scripts/common.sh
+
+step "corpus: reading the real text shipped on this machine into bench/data/"
+"$PY" "$BENCH/prepare.py"
+
+step "server: $SERVER_DIR on port $BENCH_PORT"
+start_server "$SERVER_DIR" "$BENCH_PORT" shared_buffers=512MB
+trap 'stop_server "$SERVER_DIR"' EXIT
+psql -h /tmp -p "$BENCH_PORT" -U postgres -qX -v ON_ERROR_STOP=1 \
+    -c 'CREATE EXTENSION simhash_ext' -c 'CREATE EXTENSION pg_trgm'
+
+step "1. throughput (one core: taskset -c 0)"
+taskset -c 0 "$PY" "$BENCH/throughput.py"
+
+step "2. accuracy"
+"$PY" "$BENCH/accuracy.py"
+
+step "3. band skew"
+"$PY" "$BENCH/bands.py"
+
+step "4. write cost: PENDING (needs the table helper of SPEC §4)"
+step "5. lookup latency: PENDING (needs the near-duplicate lookup of SPEC §4)"
+cat >"$BENCH/results/pending.md" <<'EOF'
+## Pending parts of the benchmark
+
+- **Write cost**: INSERT / COPY throughput of a table with the fingerprint column, the four band
+  columns and their B-tree indexes, with and without the duplicate trigger, against the same table
+  without them. Needs the one-call table helper and the trigger of SPEC §4 (not measured yet).
+- **Lookup latency**: time to find a text's near-duplicates within distance k in a table of 1M rows
+  through the band indexes (p50/p99), and the number of band candidates checked per lookup. Needs
+  the near-duplicate lookup of SPEC §4 (not measured yet); pg_trgm's GIN index on the same table
+  is the natural comparison.
+
+When they land, add them as stages 4 and 5 of bench/run.sh (the places are marked there).
+EOF
+
+step "machine"
+elapsed=$((SECONDS - START))
+{
+    echo "## Machine and run"
+    echo
+    echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc)"
+    echo "- RAM: $(free -g | awk '/^Mem:/ {print $2}') GiB"
+    echo "- OS: $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
+    echo "- PostgreSQL: $("$PRIVATE_PG$sys_bin/postgres" --version), simhash_ext release build from the working tree"
+    echo "- Source: commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- src core 2>/dev/null || echo ' (with uncommitted changes under src/ or core/)')"
+    echo "- Python $("$PY" -c 'import sys; print(sys.version.split()[0])'); $("$PY" -m pip list 2>/dev/null | awk '$1 ~ /^(chdb|simhash|jieba|psycopg)$/ {printf "%s %s, ", $1, $2}' | sed 's/, $//')"
+    echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); \`bash bench/run.sh\` took ${elapsed} s"
+    echo
+    echo "Corpus (data/sources.txt):"
+    echo
+    sed 's/^/    /' "$BENCH/data/sources.txt"
+} >"$BENCH/results/machine.md"
+cat "$BENCH/results/machine.md"
+step "done in ${elapsed} s; tables in bench/results/"
