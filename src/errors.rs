@@ -140,3 +140,171 @@ pub unsafe fn guard(body: impl FnOnce() -> pg_sys::Datum) -> pg_sys::Datum {
         },
     }
 }
+
+/// The allocator of every Rust allocation in the backend. Rust aborts the process when an
+/// allocation fails, and an aborted backend makes the postmaster restart the whole server. This
+/// allocator keeps an emergency reserve of address space instead: on the first failure it releases
+/// the reserve, retries, and marks the process short of memory, so that the fingerprint code stops
+/// growing its collections and raises ERROR 53200 (the session goes on). Should a failure happen
+/// again before the reserve is back, a backend ends its own session with FATAL 53200 rather than
+/// abort the server. Outside a backend's main thread it behaves as the system allocator.
+mod allocator {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+
+    const RESERVE_SIZE: usize = 32 << 20;
+    const RESERVE_LAYOUT: Layout = match Layout::from_size_align(RESERVE_SIZE, 4096) {
+        Ok(layout) => layout,
+        Err(_) => panic!("a valid layout"),
+    };
+
+    static RESERVE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+    static FAILING: AtomicBool = AtomicBool::new(false);
+
+    thread_local! {
+        /// Set on the backend's main thread by `arm()`; a const initializer, so reading it never
+        /// allocates.
+        static BACKEND_THREAD: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub struct ReserveAllocator;
+
+    impl ReserveAllocator {
+        #[cold]
+        unsafe fn on_failure(&self, size: usize, retry: impl Fn() -> *mut u8) -> *mut u8 {
+            let reserve = RESERVE.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !reserve.is_null() {
+                unsafe { System.dealloc(reserve, RESERVE_LAYOUT) };
+                simhash_core::error::set_memory_low(true);
+                let p = retry();
+                if !p.is_null() {
+                    return p;
+                }
+            }
+            if size >= RESERVE_SIZE {
+                // Only `try_reserve` asks for this much at once (nothing infallible does): it gets
+                // its error back, and the caller raises ERROR 53200.
+                return std::ptr::null_mut();
+            }
+            let backend = BACKEND_THREAD.try_with(Cell::get).unwrap_or(false);
+            if backend && !FAILING.swap(true, Ordering::AcqRel) {
+                // Does not return when PostgreSQL's error functions are there.
+                unsafe { fatal(size) }
+            }
+            std::ptr::null_mut()
+        }
+    }
+
+    unsafe impl GlobalAlloc for ReserveAllocator {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let p = unsafe { System.alloc(layout) };
+            if p.is_null() {
+                unsafe { self.on_failure(layout.size(), || System.alloc(layout)) }
+            } else {
+                p
+            }
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            let p = unsafe { System.alloc_zeroed(layout) };
+            if p.is_null() {
+                unsafe { self.on_failure(layout.size(), || System.alloc_zeroed(layout)) }
+            } else {
+                p
+            }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            unsafe { System.dealloc(ptr, layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            let p = unsafe { System.realloc(ptr, layout, new_size) };
+            if p.is_null() {
+                // A failed realloc leaves the block as it was, so it can be retried.
+                unsafe { self.on_failure(new_size, || System.realloc(ptr, layout, new_size)) }
+            } else {
+                p
+            }
+        }
+    }
+
+    type ErrStart = unsafe extern "C-unwind" fn(std::ffi::c_int, *const std::ffi::c_char) -> bool;
+    type ErrCode = unsafe extern "C-unwind" fn(std::ffi::c_int) -> std::ffi::c_int;
+    type ErrMsg = unsafe extern "C-unwind" fn(*const std::ffi::c_char, ...) -> std::ffi::c_int;
+    type ErrFinish =
+        unsafe extern "C-unwind" fn(*const std::ffi::c_char, std::ffi::c_int, *const std::ffi::c_char);
+
+    /// PostgreSQL's error functions, looked up at run time by `arm()`: a link-time reference from
+    /// the allocator would follow it into binaries that are not PostgreSQL (the test harness).
+    struct ErrorFunctions {
+        errstart: ErrStart,
+        errcode: ErrCode,
+        errmsg: ErrMsg,
+        errdetail: ErrMsg,
+        errfinish: ErrFinish,
+    }
+
+    static ERROR_FUNCTIONS: std::sync::OnceLock<Option<ErrorFunctions>> = std::sync::OnceLock::new();
+
+    fn resolve() -> Option<ErrorFunctions> {
+        unsafe extern "C" {
+            fn dlsym(handle: *mut std::ffi::c_void, symbol: *const std::ffi::c_char)
+                -> *mut std::ffi::c_void;
+        }
+        // RTLD_DEFAULT: the symbols of the process, the postgres executable included.
+        let find = |name: &std::ffi::CStr| {
+            let p = unsafe { dlsym(std::ptr::null_mut(), name.as_ptr()) };
+            (!p.is_null()).then_some(p)
+        };
+        unsafe {
+            Some(ErrorFunctions {
+                errstart: std::mem::transmute::<*mut std::ffi::c_void, ErrStart>(find(c"errstart")?),
+                errcode: std::mem::transmute::<*mut std::ffi::c_void, ErrCode>(find(c"errcode")?),
+                errmsg: std::mem::transmute::<*mut std::ffi::c_void, ErrMsg>(find(c"errmsg")?),
+                errdetail: std::mem::transmute::<*mut std::ffi::c_void, ErrMsg>(find(c"errdetail")?),
+                errfinish: std::mem::transmute::<*mut std::ffi::c_void, ErrFinish>(find(c"errfinish")?),
+            })
+        }
+    }
+
+    /// Ends the session as PostgreSQL does when it cannot go on: FATAL exits this backend only.
+    unsafe fn fatal(size: usize) {
+        let Some(Some(f)) = ERROR_FUNCTIONS.get() else {
+            return;
+        };
+        unsafe {
+            if (f.errstart)(pgrx::pg_sys::FATAL as std::ffi::c_int, std::ptr::null()) {
+                (f.errcode)(pgrx::PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY as std::ffi::c_int);
+                (f.errmsg)(c"out of memory".as_ptr());
+                (f.errdetail)(
+                    c"simhash_ext failed on a request of %zu bytes with its reserve spent; only this session ends."
+                        .as_ptr(),
+                    size,
+                );
+                (f.errfinish)(c"simhash_ext".as_ptr(), 0, c"allocator".as_ptr());
+            }
+        }
+    }
+
+    /// Called on a backend's main thread before fingerprinting: puts the reserve back (if the
+    /// address space allows it) and clears the short-of-memory mark.
+    pub fn arm() {
+        BACKEND_THREAD.with(|b| b.set(true));
+        ERROR_FUNCTIONS.get_or_init(resolve);
+        if RESERVE.load(Ordering::Acquire).is_null() {
+            let reserve = unsafe { System.alloc(RESERVE_LAYOUT) };
+            if !reserve.is_null() {
+                RESERVE.store(reserve, Ordering::Release);
+                simhash_core::error::set_memory_low(false);
+                FAILING.store(false, Ordering::Release);
+            }
+        }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: allocator::ReserveAllocator = allocator::ReserveAllocator;
+
+pub use allocator::arm as arm_allocator;

@@ -6,7 +6,9 @@ use simhash_core::{Chunking, Options};
 use crate::errors::OrRaise;
 use crate::text::{ServerText, Text};
 
+/// Parses the options; first puts the allocator's emergency reserve in place (see `errors`).
 fn options(tokenizer: &Text, shingle: i32, weighting: &Text, stopwords: bool) -> Options {
+    crate::errors::arm_allocator();
     Options::parse(&tokenizer.to_utf8(), shingle, &weighting.to_utf8(), stopwords).or_raise()
 }
 

@@ -426,6 +426,7 @@ pub unsafe extern "C-unwind" fn simhash_trigger(fcinfo: pg_sys::FunctionCallInfo
 }
 
 unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    crate::errors::arm_allocator();
     let context = (*fcinfo).context;
     if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
         trigger_error("simhash_trigger() must be called as a trigger");

@@ -66,3 +66,19 @@ impl OutOfMemory {
         std::alloc::handle_alloc_error(layout)
     }
 }
+
+/// Set by an allocator that has met an allocation failure and released its emergency reserve to
+/// survive it: the feature collections then stop growing and report [`OutOfMemory`], so that the
+/// caller can free them and raise a clean error instead of failing in some later allocation.
+static MEMORY_LOW: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records whether the process is short of memory (see [`MEMORY_LOW`]).
+pub fn set_memory_low(low: bool) {
+    MEMORY_LOW.store(low, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether an allocator has reported the process short of memory.
+#[inline]
+pub fn memory_low() -> bool {
+    MEMORY_LOW.load(std::sync::atomic::Ordering::Relaxed)
+}

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 
-use crate::error::OutOfMemory;
+use crate::error::{memory_low, OutOfMemory};
 use crate::hash::{fmix64, Fnv1a64};
 use crate::idf::IdfTable;
 use crate::normalize::{chunks, normalize, Chunking};
@@ -101,6 +101,9 @@ impl FeatureRef<'_> {
 /// Makes room for one more element in a vector that grows with the number of distinct features,
 /// reporting an allocation failure instead of aborting.
 fn grow_vec<T>(v: &mut Vec<T>) -> Result<(), OutOfMemory> {
+    if memory_low() {
+        return Err(OutOfMemory { features: v.len() });
+    }
     if v.len() == v.capacity() {
         v.try_reserve(1).map_err(|_| OutOfMemory { features: v.len() })?;
     }
@@ -108,6 +111,9 @@ fn grow_vec<T>(v: &mut Vec<T>) -> Result<(), OutOfMemory> {
 }
 
 fn grow_map<K: Eq + Hash, V>(m: &mut HashMap<K, V>) -> Result<(), OutOfMemory> {
+    if memory_low() {
+        return Err(OutOfMemory { features: m.len() });
+    }
     if m.len() == m.capacity() {
         m.try_reserve(1).map_err(|_| OutOfMemory { features: m.len() })?;
     }
@@ -115,6 +121,9 @@ fn grow_map<K: Eq + Hash, V>(m: &mut HashMap<K, V>) -> Result<(), OutOfMemory> {
 }
 
 fn grow_set<K: Eq + Hash>(s: &mut HashSet<K>) -> Result<(), OutOfMemory> {
+    if memory_low() {
+        return Err(OutOfMemory { features: s.len() });
+    }
     if s.len() == s.capacity() {
         s.try_reserve(1).map_err(|_| OutOfMemory { features: s.len() })?;
     }
@@ -174,6 +183,10 @@ fn for_each_feature(
     let mut failed: Option<OutOfMemory> = None;
     for chunk in chunks(text, chunking) {
         interrupt();
+        if memory_low() {
+            failed = Some(OutOfMemory { features: 0 });
+            break;
+        }
         let normalized = normalize(chunk);
         for_each_token(&normalized, options.tokenizer, |token| {
             if failed.is_none() && keep(token, options.stopwords) {

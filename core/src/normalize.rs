@@ -31,11 +31,12 @@ impl Default for Chunking {
 /// A break after `c` is invisible to every step: `c` is a starter that composes with nothing under
 /// NFKC, it is not case-ignorable (Greek final sigma looks across case-ignorable characters), it is
 /// neither a word character for jieba nor part of a UAX #29 word, and the next character cannot
-/// attach to it as an Extend/Format mark.
+/// attach to it as an Extend/Format mark. The next character is not whitespace either: UAX #29
+/// keeps a run of spaces together (WB3d), and a combining mark after the run makes the whole run one
+/// token with a letter in it (found by the fuzz test in `tests/fuzz.rs`).
 fn is_safe_break(c: char, next: char) -> bool {
     let after = c.is_whitespace() || matches!(c, '。' | '、' | '！' | '？');
-    let before = next.is_ascii()
-        || next.is_whitespace()
+    let before = (next.is_ascii() && !next.is_whitespace())
         || matches!(next, '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}' | '\u{AC00}'..='\u{D7A3}');
     after && c != '\r' && before
 }
@@ -119,6 +120,24 @@ mod tests {
         };
         let parts: Vec<&str> = chunks("abcdef ghij。中文", small).collect();
         assert_eq!(parts, vec!["abcdef ", "ghij。", "中文"]);
+    }
+
+    #[test]
+    fn no_break_inside_a_run_of_spaces() {
+        // "\u{3000} \u{345}" is one UAX #29 token with a letter in it: a break between the two spaces
+        // would change it.
+        let text = "。。a\u{85}\u{3000} \u{345}";
+        let small = Chunking {
+            target: 1,
+            limit: 100,
+        };
+        for part in chunks(text, small) {
+            assert!(
+                !part.starts_with(' '),
+                "{:?}",
+                chunks(text, small).collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,88 @@
+# Shared by the robustness tests (issue 4): each test sources this file, starts its own throwaway
+# server with start_server from scripts/common.sh on a port in 54341–54349, prints what it measures,
+# and exits non-zero on the first failed check. The extension must already be installed
+# (scripts/test.sh installs the release build first; run.sh runs every test).
+
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+
+PSQL=$PG_BIN/psql
+TEST_NAME=$(basename "$0" .sh)
+export PGCLIENTENCODING=UTF8 PGOPTIONS="-c client_min_messages=warning"
+
+# q DB SQL... : runs SQL on the test server ($PORT), unaligned, stopping at the first error.
+q() {
+    local db=$1
+    shift
+    "$PSQL" -X -q -v ON_ERROR_STOP=1 -At -h /tmp -p "$PORT" -U postgres -d "$db" "$@"
+}
+
+# sqlstate DB SQL : runs one statement and prints the SQLSTATE it ends with (00000 on success).
+sqlstate() {
+    local out
+    out=$("$PSQL" -X -q -At -h /tmp -p "$PORT" -U postgres -d "$1" -v VERBOSITY=verbose -c "$2" 2>&1 >/dev/null || true)
+    if [[ $out =~ (ERROR|FATAL):\ +([0-9A-Z]{5}): ]]; then
+        echo "${BASH_REMATCH[2]}"
+    else
+        echo 00000
+    fi
+}
+
+# error_text DB SQL : the whole error report (message, DETAIL, HINT) of one statement.
+error_text() {
+    "$PSQL" -X -q -At -h /tmp -p "$PORT" -U postgres -d "$1" -c "$2" 2>&1 >/dev/null || true
+}
+
+pass() { printf '  ok    %s\n' "$*"; }
+fail() {
+    printf '  FAIL  %s\n' "$*" >&2
+    exit 1
+}
+
+# expect NAME ACTUAL EXPECTED
+expect() {
+    if [ "$2" == "$3" ]; then
+        pass "$1"
+    else
+        fail "$1: expected [$3], got [$2]"
+    fi
+}
+
+# expect_match NAME ACTUAL REGEX
+expect_match() {
+    if [[ $2 =~ $3 ]]; then
+        pass "$1"
+    else
+        fail "$1: [$2] does not match /$3/"
+    fi
+}
+
+# expect_contains NAME ACTUAL SUBSTRING
+expect_contains() {
+    if [[ $2 == *"$3"* ]]; then
+        pass "$1"
+    else
+        fail "$1: [$2] does not contain [$3]"
+    fi
+}
+
+# measure NAME VALUE : a number this test reports (collected by run.sh from the output).
+measure() { printf '  measure  %-58s %s\n' "$1" "$2"; }
+
+now_ms() { date +%s%3N; }
+
+# VmHWM / VmRSS of a process, in kB.
+vm_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+
+# A text of real sentences, Chinese and English, with its lines joined by spaces.
+sample_text() {
+    tr '\n' ' ' <"$ROOT/tests/data/long_zh.txt"
+    tr '\n' ' ' <"$ROOT/tests/data/long_en.txt"
+}
+
+# Stops the test's server on exit (also when a check fails).
+on_exit_stop() {
+    local dir=$1
+    trap 'stop_server "'"$dir"'"' EXIT
+}
+
+echo "== $TEST_NAME"
