@@ -14,7 +14,8 @@ log() { printf '\n== %s\n' "$*" >&2; }
 
 ensure_packages() {
     local missing=()
-    for pkg in postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo; do
+    # postgresql-client-15: psql, pg_dump, pgbench; postgresql-contrib: amcheck (tests/robustness).
+    for pkg in postgresql-15 postgresql-client-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
     done
     if ((${#missing[@]})); then

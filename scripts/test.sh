@@ -50,6 +50,12 @@ if [ -d tests/isolation/specs ]; then
     }
 fi
 
+# Robustness (issue 4): encodings, huge inputs and cancellation, upgrades, dump and restore,
+# preloading, crash recovery, allocation failure; each on its own server (ports 54341-54348).
+suites+=(robustness)
+log "robustness tests (tests/robustness/run.sh; logs in /tmp/simhash-robust-logs)"
+bash tests/robustness/run.sh || failed+=(robustness)
+
 echo
 echo "suites: $((${#suites[@]} - ${#failed[@]})) passed, ${#failed[@]} failed"
 if ((${#failed[@]})); then

@@ -22,7 +22,7 @@ ascii_texts=("Hello, World!" "abc" "Near-duplicate detection in PostgreSQL, vers
 latin_texts=("Le conseil municipal a approuvé le budget des pistes cyclables protégées à Zürich."
     "Straße naïve façade ÀÉÎÕÜ Ærø Ångström ½ ª º ² µ")
 chinese_texts=("我喜欢看电视，不喜欢看电影。ＡＢＣ abc 123" "北京地铁19号线今天开通，全长22公里。")
-options=("" ", tokenizer => 'word'" ", tokenizer => 'char', shingle => 3, stopwords => false"
+options=("" ", tokenizer => 'jieba'" ", tokenizer => 'word'" ", tokenizer => 'char', shingle => 3, stopwords => false"
     ", weighting => 'binary'" ", weighting => 'tfidf'")
 
 # fingerprints DB TEXTS... : one line per text and option set.
@@ -37,10 +37,11 @@ fingerprints() {
     q "$db" <<<"$sql"
 }
 
-# features DB TEXT : every feature with its weight and hash, default and char options.
+# features DB TEXT : every feature with its weight and hash, default, jieba and char options.
 features() {
     q "$1" <<SQL
 SELECT feature || ' ' || weight || ' ' || hash FROM simhash_features(\$t\$$2\$t\$);
+SELECT feature || ' ' || weight || ' ' || hash FROM simhash_features(\$t\$$2\$t\$, tokenizer => 'jieba');
 SELECT feature || ' ' || weight || ' ' || hash FROM simhash_features(\$t\$$2\$t\$, tokenizer => 'char', shingle => 2);
 SQL
 }

@@ -86,3 +86,21 @@ on_exit_stop() {
 }
 
 echo "== $TEST_NAME"
+
+# make_corpus DB TABLE ROWS : an attached-table-to-be (id bigserial PRIMARY KEY, title, body) with
+# ROWS distinct texts, each two real sentences of tests/data (Chinese or English).
+make_corpus() {
+    local db=$1 table=$2 rows=$3
+    q "$db" -v sample="$(sample_text)" >/dev/null <<SQL
+CREATE TEMP TABLE sentences AS
+  SELECT row_number() OVER () AS n, s
+  FROM regexp_split_to_table(:'sample', '(?<=[。！？.])\s*') s WHERE length(s) > 12;
+CREATE TABLE $table (id bigserial PRIMARY KEY, title text, body text);
+INSERT INTO $table (title, body)
+  SELECT 'row ' || i, a.s || ' ' || b.s
+  FROM generate_series(0, $rows - 1) i
+  CROSS JOIN (SELECT count(*) AS c FROM sentences) k
+  JOIN sentences a ON a.n = 1 + i % k.c
+  JOIN sentences b ON b.n = 1 + (i / k.c + 1 + i % k.c) % k.c;
+SQL
+}

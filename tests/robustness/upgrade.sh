@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Upgrades (SPEC §5): for every frozen install script sql/simhash_ext--X.sql (the oldest first),
+# install version X, attach tables with data, ALTER EXTENSION simhash_ext UPDATE to the control file's
+# default version, and check that stored fingerprints, band columns, band indexes, trigger and
+# lookups agree with the new version, and that the updated extension's objects (functions with
+# their definitions, types, every member) are those of a fresh install of the new version.
+# When X is the default version itself, the frozen script is installed under the alias "X-frozen"
+# with an empty update script to X: the check then shows that sql/ matches what the code generates.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+PORT=54343
+DIR=/tmp/simhash-robust-upgrade
+EXTDIR=$("$PG_CONFIG" --sharedir)/extension
+TARGET=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$EXTDIR/simhash_ext.control")
+mapfile -t BASES < <(cd "$ROOT/sql" && ls simhash_ext--*.sql | grep -v -- '--.*--' |
+    sed 's/^simhash_ext--//; s/\.sql$//' | sort -V)
+[ -n "$TARGET" ] || fail "no default_version in $EXTDIR/simhash_ext.control"
+((${#BASES[@]})) || fail "no frozen install script sql/simhash_ext--X.sql"
+measure "frozen versions (oldest first)" "${BASES[*]}"
+measure "target (default_version)" "$TARGET"
+
+created=()
+cleanup() {
+    stop_server "$DIR"
+    ((${#created[@]})) && rm -f "${created[@]}"
+    return 0
+}
+trap cleanup EXIT
+install_file() { # SOURCE_OR_EMPTY DEST
+    if [ ! -e "$2" ]; then created+=("$2"); fi
+    if [ -n "$1" ]; then cp "$1" "$2"; else : >"$2"; fi
+}
+
+start_server "$DIR" "$PORT"
+q postgres -c "CREATE DATABASE fresh" -c "CREATE DATABASE template_corpus"
+q fresh -c "CREATE EXTENSION simhash_ext" -c "CREATE EXTENSION amcheck"
+make_corpus template_corpus articles 20000
+
+# The objects of the extension, as text: members, function definitions, types.
+objects() {
+    q "$1" <<'SQL'
+SELECT 'member ' || pg_describe_object(d.classid, d.objid, d.objsubid)
+FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_ext'
+WHERE d.deptype = 'e' ORDER BY 1;
+SELECT 'function ' || p.oid::regprocedure::text || ' returns ' || pg_get_function_result(p.oid)
+       || ' volatility ' || p.provolatile::text || ' strict ' || p.proisstrict || ' parallel ' || p.proparallel::text
+       || ' cost ' || p.procost || ' rows ' || p.prorows || ' security ' || p.prosecdef
+       || ' comment ' || coalesce(obj_description(p.oid, 'pg_proc'), '-') || E'\n'
+       || CASE WHEN p.prokind IN ('f', 'p') THEN pg_get_functiondef(p.oid) ELSE p.prokind::text END
+FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_ext'
+ORDER BY p.oid::regprocedure::text;
+SELECT 'type ' || t.typname || ' ' || t.typtype::text || ' ' || coalesce(obj_description(t.oid, 'pg_type'), '-') || ' ('
+       || coalesce((SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+                    FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped), '')
+       || ')'
+FROM pg_type t JOIN pg_depend d ON d.classid = 'pg_type'::regclass AND d.objid = t.oid AND d.deptype = 'e'
+JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_ext'
+ORDER BY 1;
+SQL
+}
+
+near_dup_of_row1="(SELECT body || '！' FROM articles WHERE id = 1)"
+
+for version in "${BASES[@]}"; do
+    from=$version
+    if [ "$version" == "$TARGET" ]; then
+        from="$version-frozen"
+        install_file "$ROOT/sql/simhash_ext--$version.sql" "$EXTDIR/simhash_ext--$from.sql"
+        install_file "" "$EXTDIR/simhash_ext--$from--$version.sql"
+    else
+        install_file "$ROOT/sql/simhash_ext--$version.sql" "$EXTDIR/simhash_ext--$version.sql"
+    fi
+    db=up_${version//./_}
+    q postgres -c "CREATE DATABASE $db TEMPLATE template_corpus"
+    q "$db" -c "CREATE EXTENSION simhash_ext VERSION '$from'" -c "CREATE EXTENSION amcheck"
+    expect "$db: installed version $from" "$(q "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'simhash_ext'")" "$from"
+    t0=$(now_ms)
+    q "$db" >/dev/null <<'SQL'
+SELECT simhash_attach('articles', 'body', on_duplicate => 'error',
+                      tokenizer => 'jieba', shingle => 1, weighting => 'tf', stopwords => true);
+CREATE TABLE notes (code text PRIMARY KEY, note text);
+INSERT INTO notes SELECT 'n' || id, title || ': ' || body FROM articles WHERE id <= 3000;
+SELECT simhash_attach('notes', 'note', max_distance => 5, on_duplicate => 'flag',
+                      tokenizer => 'char', shingle => 3, weighting => 'binary', stopwords => false);
+INSERT INTO notes VALUES ('dup', (SELECT note FROM notes WHERE code = 'n7') || '.');
+CREATE TABLE before AS
+  SELECT 'articles' AS t, id::text AS k, body_simhash AS fp,
+         ARRAY[body_band0, body_band1, body_band2, body_band3] AS bands FROM articles
+  UNION ALL
+  SELECT 'notes', code, note_simhash, ARRAY[note_band0, note_band1, note_band2, note_band3, note_band4, note_band5]
+  FROM notes;
+SQL
+    measure "$db: attach 20,000 + 3,000 rows with version $from (s)" "$(awk -v ms=$(($(now_ms) - t0)) 'BEGIN { printf "%.1f", ms / 1000 }')"
+
+    q "$db" -c "ALTER EXTENSION simhash_ext UPDATE"
+    expect "$db: ALTER EXTENSION UPDATE reaches $TARGET" \
+        "$(q "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'simhash_ext'")" "$TARGET"
+
+    # Stored fingerprints and bands equal what the new version computes.
+    expect "$db: stored fingerprints equal the new simhash() (articles)" \
+        "$(q "$db" -c "SELECT count(*) FROM articles WHERE body_simhash IS DISTINCT FROM simhash(body, 'jieba', 1, 'tf', true)")" 0
+    expect "$db: stored fingerprints equal the new simhash() (notes, char/3/binary)" \
+        "$(q "$db" -c "SELECT count(*) FROM notes
+                       WHERE note_simhash IS DISTINCT FROM simhash(note, 'char', 3, 'binary', false)")" 0
+    expect "$db: stored band columns equal the new simhash_band()" \
+        "$(q "$db" -c "SELECT count(*) FROM articles a, generate_series(0, 3) i
+                       WHERE (ARRAY[body_band0, body_band1, body_band2, body_band3])[i + 1]
+                             IS DISTINCT FROM simhash_band(body_simhash, i, 4)")" 0
+    expect "$db: 6 band columns (max_distance 5) equal the new simhash_bands()" \
+        "$(q "$db" -c "SELECT count(*) FROM notes WHERE ARRAY[note_band0, note_band1, note_band2, note_band3, note_band4, note_band5]
+                       IS DISTINCT FROM simhash_bands(note_simhash, 6)")" 0
+    expect "$db: nothing changed since before the update" \
+        "$(q "$db" -c "SELECT count(*) FROM before b LEFT JOIN articles a ON b.t = 'articles' AND a.id::text = b.k
+                       LEFT JOIN notes n ON b.t = 'notes' AND n.code = b.k
+                       WHERE b.fp IS DISTINCT FROM coalesce(a.body_simhash, n.note_simhash)")" 0
+    expect "$db: every band index passes bt_index_check(heapallindexed)" \
+        "$(q "$db" -c "SELECT sum(length(bt_index_check(i.indexrelid, true)::text) + 1) || '/' || count(*)
+                       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                       WHERE i.indrelid IN ('articles'::regclass, 'notes'::regclass) AND c.relname ~ '_band[0-9]+_idx$'")" 10/10
+    expect "$db: the flag trigger of the old version flagged the near-duplicate" \
+        "$(q "$db" -c "SELECT note_duplicate_of FROM notes WHERE code = 'dup'")" n7
+
+    # The trigger and the lookups work with the new version.
+    expect "$db: the trigger rejects a near-duplicate (23505)" \
+        "$(sqlstate "$db" "INSERT INTO articles (title, body) VALUES ('dup', $near_dup_of_row1)")" 23505
+    q "$db" -c "INSERT INTO articles (title, body) VALUES ('new', '一段全新的文字，和表里的任何一行都不一样。A brand new sentence.')"
+    expect "$db: a new row gets the new version's fingerprint" \
+        "$(q "$db" -c "SELECT body_simhash = simhash(body, 'jieba', 1, 'tf', true) AND body_band2 = simhash_band(body_simhash, 2)
+                       FROM articles WHERE title = 'new'")" t
+    expect "$db: the flag trigger still flags" \
+        "$(q "$db" -c "INSERT INTO notes VALUES ('dup2', (SELECT note FROM notes WHERE code = 'n9') || '!') RETURNING note_duplicate_of")" n9
+    expect "$db: lookup by text finds row 1" \
+        "$(q "$db" -c "SELECT (array_agg((n.item).id ORDER BY n.distance, (n.item).id))[1]
+                       FROM simhash_near_duplicates(NULL::articles, (SELECT body FROM articles WHERE id = 1)) n")" 1
+    q "$db" -c "ANALYZE articles"
+    sql=$(q "$db" -c "SELECT simhash_near_duplicates_sql('articles', (SELECT body_simhash FROM articles WHERE id = 1))")
+    plan=$(q "$db" -c "EXPLAIN $sql")
+    expect_match "$db: the lookup uses the band indexes" "$plan" 'Bitmap Index Scan on articles_body_band0_idx'
+
+    # The updated extension has the objects of a fresh install.
+    objects fresh >"$DIR/fresh.objects"
+    objects "$db" >"$DIR/$db.objects"
+    measure "$db: extension objects compared" "$(grep -c '^member ' "$DIR/fresh.objects")"
+    if diff -u "$DIR/fresh.objects" "$DIR/$db.objects" >"$DIR/$db.diff"; then
+        pass "$db: functions, definitions, types and members equal a fresh install of $TARGET"
+    else
+        head -60 "$DIR/$db.diff" >&2
+        fail "$db: the updated extension differs from a fresh install of $TARGET (see $DIR/$db.diff)"
+    fi
+done
