@@ -35,9 +35,9 @@ LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_clusters_wrapper';
 
 CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 3,
-                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'jieba',
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'word',
                                shingle int DEFAULT 1, weighting text DEFAULT 'tf',
-                               stopwords boolean DEFAULT true)
+                               stopwords boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp

@@ -35,10 +35,10 @@ AS 'MODULE_PATHNAME', 'hamming_wrapper';
 -- simhash_ext::fingerprint::simhash
 CREATE  FUNCTION "simhash"(
 	"doc" text, /* Text */
-	"tokenizer" text DEFAULT 'jieba', /* Text */
+	"tokenizer" text DEFAULT 'word', /* Text */
 	"shingle" INT DEFAULT 1, /* i32 */
 	"weighting" text DEFAULT 'tf', /* Text */
-	"stopwords" bool DEFAULT true /* bool */
+	"stopwords" bool DEFAULT false /* bool */
 ) RETURNS bigint /* Option < i64 > */
 IMMUTABLE STRICT PARALLEL SAFE
 LANGUAGE c /* Rust */
@@ -75,10 +75,10 @@ AS 'MODULE_PATHNAME', 'simhash_bands_wrapper';
 -- simhash_ext::fingerprint::simhash_features
 CREATE  FUNCTION "simhash_features"(
 	"doc" text, /* Text */
-	"tokenizer" text DEFAULT 'jieba', /* Text */
+	"tokenizer" text DEFAULT 'word', /* Text */
 	"shingle" INT DEFAULT 1, /* i32 */
 	"weighting" text DEFAULT 'tf', /* Text */
-	"stopwords" bool DEFAULT true /* bool */
+	"stopwords" bool DEFAULT false /* bool */
 ) RETURNS TABLE (
 	"feature" TEXT,  /* String */
 	"weight" double precision,  /* f64 */
@@ -147,9 +147,9 @@ $$;
 COMMENT ON FUNCTION simhash_attachments() IS 'Every text column attached with simhash_attach(), with its settings';
 
 CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 3,
-                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'jieba',
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'word',
                                shingle int DEFAULT 1, weighting text DEFAULT 'tf',
-                               stopwords boolean DEFAULT true)
+                               stopwords boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp

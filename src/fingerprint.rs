@@ -21,10 +21,10 @@ pub(crate) fn check_interrupts() {
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash(
     doc: Text,
-    tokenizer: default!(Text, "'jieba'"),
+    tokenizer: default!(Text, "'word'"),
     shingle: default!(i32, 1),
     weighting: default!(Text, "'tf'"),
-    stopwords: default!(bool, true),
+    stopwords: default!(bool, false),
 ) -> Option<i64> {
     let options = options(&tokenizer, shingle, &weighting, stopwords);
     simhash_core::try_fingerprint_with(
@@ -41,10 +41,10 @@ fn simhash(
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash_features(
     doc: Text,
-    tokenizer: default!(Text, "'jieba'"),
+    tokenizer: default!(Text, "'word'"),
     shingle: default!(i32, 1),
     weighting: default!(Text, "'tf'"),
-    stopwords: default!(bool, true),
+    stopwords: default!(bool, false),
 ) -> TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))> {
     let options = options(&tokenizer, shingle, &weighting, stopwords);
     let features = simhash_core::try_features(&doc.to_utf8(), &options, &mut check_interrupts).or_raise();

@@ -120,7 +120,13 @@ mod tests {
             "the char tokenizer needs no dictionary"
         );
         fp("SELECT simhash('我们去北京')");
-        fp("SELECT simhash('他们来上海')");
+        assert_eq!(
+            simhash_core::tokenize::jieba_loads(),
+            0,
+            "the default 'word' tokenizer needs none"
+        );
+        fp("SELECT simhash('我们去北京', tokenizer=>'jieba')");
+        fp("SELECT simhash('他们来上海', tokenizer=>'jieba')");
         assert_eq!(simhash_core::tokenize::jieba_loads(), 1);
     }
 

@@ -427,14 +427,25 @@ mod tests {
 
     #[test]
     fn no_features_means_no_fingerprint() {
-        let with_stop = Options {
+        let char_stop = Options {
             tokenizer: Tokenizer::Char,
+            stopwords: true,
             ..Options::default()
         };
-        assert_eq!(fingerprint("!!!", &with_stop), None);
+        let jieba_stop = Options {
+            tokenizer: Tokenizer::Jieba,
+            stopwords: true,
+            ..Options::default()
+        };
+        assert_eq!(fingerprint("!!!", &char_stop), None);
         assert_eq!(fingerprint("", &Options::default()), None);
-        assert_eq!(fingerprint("的了是", &Options::default()), None);
-        assert_eq!(fingerprint("the of and", &Options::default()), None);
+        assert_eq!(fingerprint("，。！", &Options::default()), None);
+        assert_eq!(fingerprint("的了是", &jieba_stop), None);
+        assert_eq!(fingerprint("the of and", &jieba_stop), None);
+        assert!(
+            fingerprint("the of and", &Options::default()).is_some(),
+            "stop words are kept by default"
+        );
     }
 
     #[test]
@@ -496,6 +507,7 @@ mod tests {
             .iter()
             .all(|f| f.weight == 1.0));
         let tfidf = Options {
+            tokenizer: Tokenizer::Jieba,
             weighting: Weighting::TfIdf,
             ..Options::default()
         };
