@@ -13,6 +13,9 @@ use crate::bands::{band_bits, hamming};
 /// Buckets at most this big are compared pair by pair.
 const LEAF: usize = 24;
 
+/// Levels of splitting below the first: each level can visit a pair in up to k+1 buckets.
+const MAX_DEPTH: usize = 3;
+
 /// Fingerprints handled between two calls of the progress and cancellation callback.
 const TICK_EVERY: u64 = 4096;
 
@@ -135,8 +138,12 @@ struct Search<'a> {
 
 impl Search<'_> {
     /// Looks for pairs among `ids`, which agree on every bit outside `free`.
-    fn bucket(&mut self, ids: &mut [u32], free: u64) {
-        if ids.len() <= LEAF || free.count_ones() <= self.k {
+    /// `parent` is the size of the bucket this one was cut from (`usize::MAX` under the first level).
+    fn bucket(&mut self, ids: &mut [u32], free: u64, parent: usize) {
+        // Splitting again pays only while it shrinks buckets: a bucket of fingerprints that agree on
+        // nearly every bit (reposts with tiny edits) would otherwise be re-split k+1 ways per level.
+        let shrinking = ids.len() <= parent / 2;
+        if ids.len() <= LEAF || free.count_ones() <= self.k || self.path.len() > MAX_DEPTH || !shrinking {
             return self.compare_all(ids);
         }
         let parts = split_bits(free, self.k + 1);
@@ -159,7 +166,8 @@ impl Search<'_> {
                         .count();
                 if end - start >= 2 {
                     // Sorting a sub-slice in place is safe: the next part re-sorts the whole slice.
-                    self.bucket(&mut ids[start..end], free & !mask);
+                    let parent = if top { usize::MAX } else { ids.len() };
+                    self.bucket(&mut ids[start..end], free & !mask, parent);
                 }
                 start = end;
             }
@@ -340,6 +348,24 @@ mod tests {
             "compared {} pairs, quadratic would be {quadratic}",
             progress.compared
         );
+    }
+
+    #[test]
+    fn a_dense_cluster_of_reposts_stays_cheap() {
+        // 2,000 fingerprints within 2 bits of one another: every pair is a result, none is repeated.
+        let base = 0x0123_4567_89ab_cdefu64;
+        let mut fps = vec![base];
+        for a in 0..64 {
+            fps.push(base ^ 1 << a);
+            for b in a + 1..64 {
+                fps.push(base ^ 1 << a ^ 1 << b);
+            }
+        }
+        let fps = group_identical(&fps).distinct;
+        let started = std::time::Instant::now();
+        let got = pairs(&fps, 3, 4);
+        assert_eq!(got.iter().copied().collect::<BTreeSet<_>>(), brute(&fps, 3));
+        assert!(started.elapsed().as_secs() < 20, "took {:?}", started.elapsed());
     }
 
     #[test]
