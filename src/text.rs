@@ -4,7 +4,6 @@
 //! encoding before PostgreSQL sees it.
 
 use std::borrow::Cow;
-use std::ffi::{c_char, CStr};
 use std::ops::Deref;
 
 use pgrx::callconv::{Arg, ArgAbi, BoxRet, FcInfo};
@@ -92,71 +91,109 @@ impl Text {
     }
 }
 
-/// UTF-8 text borrowed from PostgreSQL memory: either the caller's bytes or a converted copy that
-/// is freed as soon as it is dropped (a 100 MB LATIN1 text is not kept longer than needed).
-pub struct Utf8<'a> {
-    text: &'a str,
-    converted: *mut c_char,
-}
+/// A text as UTF-8: borrowed from PostgreSQL memory when it already is UTF-8, else converted once
+/// into memory of its own (freed as soon as it is dropped).
+pub struct Utf8<'a>(Cow<'a, str>);
 
 impl Deref for Utf8<'_> {
     type Target = str;
 
     fn deref(&self) -> &str {
-        self.text
+        &self.0
     }
 }
 
-impl Drop for Utf8<'_> {
-    fn drop(&mut self) {
-        if !self.converted.is_null() {
-            unsafe { pg_sys::pfree(self.converted.cast()) };
-        }
-    }
-}
+/// Bytes of the server encoding converted per call of the conversion function: the interrupt check
+/// runs between pieces, and no single PostgreSQL allocation has to hold the whole result (which
+/// PostgreSQL caps at 1 GB, less than a 1 GB LATIN1 text takes in UTF-8).
+const CONVERSION_PIECE: usize = 1 << 20;
 
 /// Converts bytes in the server encoding to UTF-8. Raises SQLSTATE 22021 on bytes that are not
-/// valid in the server encoding; a SQL_ASCII database accepts any bytes, so there only valid UTF-8
-/// passes.
+/// valid in the server encoding (a SQL_ASCII database accepts any bytes, so there only valid UTF-8
+/// passes), 22P05 on a character without a UTF-8 equivalent, 53200 when memory for the converted
+/// text cannot be had.
 pub fn server_to_utf8(bytes: &[u8]) -> Utf8<'_> {
     let encoding = server_encoding();
     if bytes.is_ascii() || encoding == UTF8 || encoding == SQL_ASCII {
         return match std::str::from_utf8(bytes) {
-            Ok(text) => Utf8 {
-                text,
-                converted: std::ptr::null_mut(),
-            },
+            Ok(text) => Utf8(Cow::Borrowed(text)),
             Err(e) => invalid_utf8(bytes, e),
         };
     }
-    let Ok(len) = i32::try_from(bytes.len()) else {
-        // A varlena is below 1 GB: unreachable for a text datum.
+    let proc = unsafe { pg_sys::FindDefaultConversionProc(encoding, UTF8) };
+    if proc == pg_sys::InvalidOid {
+        // Lets PostgreSQL report that there is no conversion.
+        unsafe { pg_sys::pg_server_to_any(bytes.as_ptr().cast(), bytes.len().min(64) as i32, UTF8) };
         ereport!(
             ERROR,
-            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            "text too long to convert to UTF-8"
+            PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION,
+            "no conversion from the server encoding to UTF8"
         );
-    };
-    // Raises 22021 (invalid byte) or 22P05 (no equivalent in UTF-8), and 54000 when the result
-    // would exceed 1 GB.
-    let converted = unsafe { pg_sys::pg_server_to_any(bytes.as_ptr().cast(), len, UTF8) };
-    let converted_bytes: &[u8] = if converted.cast_const() == bytes.as_ptr().cast() {
-        bytes
-    } else {
-        // SAFETY: the converted copy is NUL-terminated and lives in the current memory context
-        // until `Utf8` frees it.
-        unsafe { CStr::from_ptr(converted) }.to_bytes()
-    };
-    match std::str::from_utf8(converted_bytes) {
-        Ok(text) => Utf8 {
-            text,
-            converted: if converted.cast_const() == bytes.as_ptr().cast() {
-                std::ptr::null_mut()
-            } else {
-                converted
-            },
-        },
-        Err(e) => invalid_utf8(converted_bytes, e),
+    }
+    let mut out: Vec<u8> = Vec::new();
+    grow(&mut out, bytes.len() + bytes.len() / 8);
+    let piece_max = bytes.len().min(CONVERSION_PIECE);
+    let mut scratch = vec![0u8; piece_max * pg_sys::MAX_CONVERSION_GROWTH as usize + 8];
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let ascii = bytes[pos..].iter().take_while(|b| b.is_ascii()).count();
+        grow(&mut out, ascii);
+        out.extend_from_slice(&bytes[pos..pos + ascii]);
+        pos += ascii;
+        if pos == bytes.len() {
+            break;
+        }
+        let piece = (bytes.len() - pos).min(piece_max);
+        // With noError, converts up to the first character it cannot convert and says how far it
+        // got; a character cut at the end of the piece is left for the next piece.
+        let done = unsafe {
+            pg_sys::pg_do_encoding_conversion_buf(
+                proc,
+                encoding,
+                UTF8,
+                bytes[pos..].as_ptr().cast_mut(),
+                piece as i32,
+                scratch.as_mut_ptr(),
+                scratch.len() as i32,
+                true,
+            )
+        };
+        let written = scratch.iter().position(|&b| b == 0).unwrap_or(scratch.len());
+        grow(&mut out, written);
+        out.extend_from_slice(&scratch[..written]);
+        if done <= 0 {
+            // The next character is invalid or has no UTF-8 equivalent: PostgreSQL names it.
+            let window = &bytes[pos..(pos + 16).min(bytes.len())];
+            unsafe { pg_sys::pg_server_to_any(window.as_ptr().cast(), window.len() as i32, UTF8) };
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE,
+                format!("invalid byte sequence in the text to fingerprint at byte {pos}")
+            );
+        }
+        pos += done as usize;
+        pg_sys::check_for_interrupts!();
+    }
+    match String::from_utf8(out) {
+        Ok(text) => Utf8(Cow::Owned(text)),
+        Err(e) => invalid_utf8(e.as_bytes(), e.utf8_error()),
+    }
+}
+
+/// Makes room for `more` bytes of converted text, raising ERROR 53200 when memory is short.
+fn grow(out: &mut Vec<u8>, more: usize) {
+    if out.capacity() - out.len() < more
+        && (simhash_core::error::memory_low() || out.try_reserve(more).is_err())
+    {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+            "out of memory",
+            format!(
+                "simhash_ext could not allocate {} bytes for the text converted to UTF-8.",
+                out.len() + more
+            )
+        );
     }
 }
 
