@@ -6,6 +6,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use pgrx::callconv::{Arg, ArgAbi};
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pgrx_sql_entity_graph::metadata::{
     ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
 };
@@ -44,15 +45,29 @@ struct Rows {
     max_distance: u32,
 }
 
-/// Emits a NOTICE at most every few seconds while a long run goes on.
+/// `simhash.progress_interval`: milliseconds between two progress NOTICEs of a long run.
+pub static PROGRESS_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(5000);
+
+pub fn register_settings() {
+    GucRegistry::define_int_guc(
+        c"simhash.progress_interval",
+        c"Milliseconds between progress notices of simhash_pairs() and simhash_clusters().",
+        c"0 reports every step; the results never depend on it.",
+        &PROGRESS_INTERVAL,
+        0,
+        i32::MAX,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+}
+
+/// Emits a NOTICE at most every `simhash.progress_interval` while a long run goes on.
 struct Reporter {
     what: &'static str,
     last: Instant,
 }
 
 impl Reporter {
-    const EVERY: Duration = Duration::from_secs(5);
-
     fn new(what: &'static str) -> Self {
         Reporter {
             what,
@@ -62,7 +77,7 @@ impl Reporter {
 
     fn report(&mut self, message: impl FnOnce() -> String) {
         pg_sys::check_for_interrupts!();
-        if self.last.elapsed() >= Self::EVERY {
+        if self.last.elapsed() >= Duration::from_millis(PROGRESS_INTERVAL.get().max(0) as u64) {
             self.last = Instant::now();
             notice!("{}: {}", self.what, message());
         }

@@ -20,6 +20,7 @@ mod tests;
 /// backend inherits it; otherwise it is built on a backend's first jieba call (SPEC §5).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    dedup::register_settings();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         simhash_core::tokenize::jieba();
     }

@@ -122,7 +122,6 @@ pub fn for_each_near_pair(
     search.progress.parts = parts.len();
     let mut ids: Vec<u32> = (0..fps.len() as u32).collect();
     search.partition(&mut ids, u64::MAX, parts, true);
-    (search.tick)(&search.progress);
 }
 
 struct Search<'a> {

@@ -91,6 +91,11 @@ INSERT INTO pages VALUES (1, '/a', 'Museum opens exhibit of hand-drawn harbor ma
   (2, '/b', 'MUSEUM OPENS EXHIBIT OF HAND-DRAWN HARBOR MAPS!'), (1, '/c', 'Cranes return to the wetlands.');
 SELECT * FROM simhash_pairs('pages');
 SELECT * FROM simhash_clusters('pages') ORDER BY key;
+-- Progress notices: every step with a zero interval (the default is every 5 seconds).
+SET simhash.progress_interval = 0;
+SELECT count(*) FROM simhash_clusters('pages');
+RESET simhash.progress_interval;
+SHOW simhash.progress_interval;
 DROP TABLE pages;
 
 -- statement_timeout stops a long run promptly (SQLSTATE 57014).

@@ -6,12 +6,12 @@ SELECT simhash('abc', tokenizer => 'char', stopwords => false) AS abc,
 SELECT simhash('我喜欢看电视，不喜欢看电影。', tokenizer => 'char', stopwords => false) AS zh_char,
        simhash('我喜欢看电视，不喜欢看电影。', tokenizer => 'char', shingle => 3, stopwords => false) AS zh_char3,
        simhash('abcdef', tokenizer => 'char', shingle => 3, stopwords => false) AS abcdef3;
--- No features: empty, punctuation only, stop words only.
+-- No features: empty, punctuation only, stop words only (when they are dropped).
 SELECT simhash('!!!', tokenizer => 'char') IS NULL AS punctuation,
        simhash('') IS NULL AS empty,
-       simhash('的了是在') IS NULL AS zh_stop_words,
-       simhash('The of AND') IS NULL AS en_stop_words,
-       simhash('The of AND', stopwords => false) IS NULL AS kept_without_stop_list;
+       simhash('的了是在', stopwords => true) IS NULL AS zh_stop_words,
+       simhash('The of AND', stopwords => true) IS NULL AS en_stop_words,
+       simhash('The of AND') IS NULL AS stop_words_kept_by_default;
 -- Every option combination on one mixed text, to pin the fingerprint contract.
 SELECT t.tokenizer, s.shingle, w.weighting, sw.stopwords,
        simhash('北京地铁 Line 19 今天开通，全长 22 公里。Beijing opened metro line 19 today.',
@@ -29,7 +29,8 @@ SELECT hamming(simhash('我们今天去图书馆看书，然后一起吃午饭�
                simhash('near-duplicate detection in ＰｏｓｔｇｒｅＳＱＬ')) AS case_and_width;
 -- The features behind a fingerprint.
 SELECT * FROM simhash_features('今天北京天气很好，我们去北京公园。');
+SELECT * FROM simhash_features('今天北京天气很好，我们去北京公园。', tokenizer => 'jieba', stopwords => true);
 SELECT * FROM simhash_features('The quick brown fox jumps over the lazy dog, the fox!', tokenizer => 'word', shingle => 2);
-SELECT feature, round(weight::numeric, 4) AS weight FROM simhash_features('新闻报道：今天的新闻', weighting => 'tfidf');
+SELECT feature, round(weight::numeric, 4) AS weight FROM simhash_features('新闻报道：今天的新闻', tokenizer => 'jieba', weighting => 'tfidf');
 SELECT * FROM simhash_features('Hello', tokenizer => 'char', shingle => 8, stopwords => false);
 SELECT count(*) AS no_features FROM simhash_features('，。！');

@@ -25,7 +25,7 @@ SELECT indexrelid::regclass AS band_index FROM pg_index WHERE indrelid = 'news':
 ORDER BY 1;
 -- A near-duplicate insert is rejected with 23505 and the key and distance of the existing row.
 \set VERBOSITY default
-INSERT INTO news (body) VALUES ('北京地铁19号线今天正式开通运营，全长二十二公里，共设10座车站，早晚高峰发车间隔约4分钟。');
+INSERT INTO news (body) VALUES ('北京地铁19号线今日正式开通运营，全长22公里，共设10座车站，早晚高峰发车间隔约4分钟。');
 SELECT pg_temp.try($$INSERT INTO news (body) VALUES ('THE CITY COUNCIL APPROVED THE BUDGET FOR PROTECTED BIKE LANES ON MONDAY EVENING AFTER A LONG DEBATE')$$);
 -- Texts without features never conflict, and neither do unrelated texts.
 INSERT INTO news (body) VALUES (NULL), ('！！！'), ('A quiet week in the valley: cranes return to the wetlands as spring arrives.');
@@ -67,7 +67,7 @@ DROP TABLE posts;
 CREATE TABLE pages (url text PRIMARY KEY, body text);
 SELECT simhash_attach('pages', 'body', on_duplicate => 'flag');
 INSERT INTO pages VALUES ('https://example.org/a', 'Museum opens exhibit of hand-drawn harbor maps from the eighteenth century.');
-INSERT INTO pages VALUES ('https://example.org/b', 'Museum opens an exhibit of hand-drawn harbor maps from the eighteenth century!');
+INSERT INTO pages VALUES ('https://example.org/b', 'MUSEUM OPENS EXHIBIT OF HAND-DRAWN HARBOR MAPS FROM THE EIGHTEENTH CENTURY!');
 INSERT INTO pages VALUES ('https://example.org/c', 'Sandhill cranes return to the valley wetlands in early spring.');
 SELECT url, body_duplicate_of, pg_typeof(body_duplicate_of) FROM pages ORDER BY url;
 -- Editing the duplicate into something new clears its flag.
