@@ -18,6 +18,7 @@ SELECT id, left(title, 28) AS title, body_simhash, simhash_bands(body_simhash) A
 FROM articles ORDER BY id LIMIT 8;
 
 \echo '== Near-duplicate pairs already in the corpus (distance <= 3), found through the band indexes'
+\echo '   (the two power outage notices come from one template: near-duplicate text, different news)'
 SELECT a.id AS a, (n.item).id AS b, n.distance, left(a.title, 30) AS title_a, left((n.item).title, 44) AS title_b
 FROM articles a, simhash_near_duplicates(NULL::articles, a.body_simhash) n
 WHERE (n.item).id > a.id
