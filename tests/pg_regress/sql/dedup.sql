@@ -1,18 +1,8 @@
 -- simhash_pairs() and simhash_clusters() against brute force on thousands of rows of real text with
 -- planted near-duplicates; the README's one-statement cleanup; cancellation; errors.
 \getenv abs_srcdir PG_ABS_SRCDIR
-CREATE TEMP TABLE source_text (doc text);
-\set zh :abs_srcdir '/../data/long_zh.txt'
-\set en :abs_srcdir '/../data/long_en.txt'
-\set corpus :abs_srcdir '/../../demo/corpus.tsv'
-COPY source_text FROM :'zh';
-COPY source_text FROM :'en';
-COPY source_text FROM :'corpus' WITH (DELIMITER E'\x1f');
-CREATE TEMP TABLE sentences AS
-SELECT row_number() OVER (ORDER BY s) AS n, s
-FROM (SELECT DISTINCT trim(s) AS s
-      FROM source_text, regexp_split_to_table(doc, '(?<=[。！？.!?])\s*|\t') s) x
-WHERE length(s) >= 12;
+\set include :abs_srcdir '/include/sentences.sql'
+\i :include
 -- 4,000 distinct documents of four sentences, then 600 planted near-duplicates: copies with an edit.
 CREATE TABLE crawl (id int PRIMARY KEY, body text);
 INSERT INTO crawl
@@ -111,13 +101,8 @@ DROP TABLE many;
 
 -- Errors.
 CREATE TABLE plain (id int PRIMARY KEY, body text);
-CREATE FUNCTION pg_temp.try(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE query;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\set include :abs_srcdir '/include/try.sql'
+\i :include
 SELECT pg_temp.try($$SELECT * FROM simhash_pairs('plain')$$) AS not_attached;
 SELECT simhash_attach('plain', 'body');
 SELECT pg_temp.try($$SELECT * FROM simhash_pairs('plain', max_distance => 17)$$) AS too_far,

@@ -1,11 +1,7 @@
 -- Every error of the SQL surface, with its SQLSTATE; NULL arguments give NULL, never an error.
-CREATE FUNCTION pg_temp.try(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE query;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set include :abs_srcdir '/include/try.sql'
+\i :include
 SELECT q, pg_temp.try(q) AS result FROM (VALUES
   ($$SELECT simhash('abc', tokenizer => 'bpe')$$),
   ($$SELECT simhash('abc', tokenizer => 'Jieba')$$),

@@ -1,19 +1,8 @@
 -- The lookup against a brute-force scan on thousands of rows of real text, with planted fingerprints at
 -- distances 0..k+1; and on 100k rows, EXPLAIN shows the band indexes (a BitmapOr of index scans).
 \getenv abs_srcdir PG_ABS_SRCDIR
-CREATE TEMP TABLE source_text (doc text);
-\set zh :abs_srcdir '/../data/long_zh.txt'
-\set en :abs_srcdir '/../data/long_en.txt'
-\set corpus :abs_srcdir '/../../demo/corpus.tsv'
-COPY source_text FROM :'zh';
-COPY source_text FROM :'en';
-COPY source_text FROM :'corpus' WITH (DELIMITER E'\x1f');
--- Sentences of the real documents (Chinese and English).
-CREATE TEMP TABLE sentences AS
-SELECT row_number() OVER (ORDER BY s) AS n, s
-FROM (SELECT DISTINCT trim(s) AS s
-      FROM source_text, regexp_split_to_table(doc, '(?<=[。！？.!?])\s*|\t') s) x
-WHERE length(s) >= 12;
+\set include :abs_srcdir '/include/sentences.sql'
+\i :include
 SELECT count(*) > 300 AS enough_sentences, count(*) FILTER (WHERE s ~ '[一-龥]') > 100 AS chinese_too FROM sentences;
 -- 5,000 documents of three sentences each, some of them near-duplicates of others by construction.
 CREATE TABLE docs (id int PRIMARY KEY, body text);

@@ -1,11 +1,7 @@
 -- simhash_attach/detach, the trigger's three modes, keys of every type, UPDATEs, NULLs and errors.
-CREATE FUNCTION pg_temp.try(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE query;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set include :abs_srcdir '/include/try.sql'
+\i :include
 
 -- error mode on a bigint key, with rows already there (filled by attach; their duplicates are kept).
 CREATE TABLE news (id bigserial PRIMARY KEY, body text);
