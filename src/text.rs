@@ -180,6 +180,17 @@ pub fn server_to_utf8(bytes: &[u8]) -> Utf8<'_> {
     }
 }
 
+/// Bytes of the server encoding as UTF-8 for display (a key in a message, a catalog name): in a
+/// SQL_ASCII database, bytes that are not UTF-8 become U+FFFD instead of an error, so that a legacy
+/// SQL_ASCII database with LATIN1 keys still gets its duplicate reported.
+pub fn server_to_utf8_lossy(bytes: &[u8]) -> String {
+    if server_encoding() == SQL_ASCII {
+        String::from_utf8_lossy(bytes).into_owned()
+    } else {
+        server_to_utf8(bytes).to_string()
+    }
+}
+
 /// Makes room for `more` bytes of converted text, raising ERROR 53200 when memory is short.
 fn grow(out: &mut Vec<u8>, more: usize) {
     if out.capacity() - out.len() < more

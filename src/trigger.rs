@@ -12,7 +12,7 @@ use pgrx::prelude::*;
 use simhash_core::{Chunking, Options};
 
 use crate::errors::{raise, EncodedError, OrRaise};
-use crate::text::{server_to_utf8, utf8_to_server, Text};
+use crate::text::{server_to_utf8_lossy, utf8_to_server, Text};
 
 /// Fingerprints the trigger has computed in this backend: tests use it to show one per row write.
 pub static FINGERPRINTS_COMPUTED: AtomicU64 = AtomicU64::new(0);
@@ -205,7 +205,7 @@ fn server_cstring(text: &str) -> CString {
 
 /// A C string of the server encoding (a catalog name, a trigger argument, a value's output) as UTF-8.
 unsafe fn cstr_utf8(ptr: *const std::ffi::c_char) -> String {
-    server_to_utf8(CStr::from_ptr(ptr).to_bytes()).to_string()
+    server_to_utf8_lossy(CStr::from_ptr(ptr).to_bytes())
 }
 
 /// Runs a one-row query about `relid` whose single column is a `bytea` of UTF-8

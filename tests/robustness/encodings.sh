@@ -153,3 +153,16 @@ q enc_sql_ascii -c "CREATE TABLE t (id int PRIMARY KEY, body text); SELECT simha
 expect "enc_sql_ascii: the trigger raises 22021 on invalid UTF-8" \
     "$(sqlstate enc_sql_ascii "INSERT INTO t VALUES (1, convert_from('\\x61ff62'::bytea, 'SQL_ASCII'))")" 22021
 expect "enc_sql_ascii: no row was written" "$(q enc_sql_ascii -c "SELECT count(*) FROM t")" 0
+
+# A legacy SQL_ASCII database whose keys are LATIN1 bytes: the duplicate is still reported (23505),
+# the key shown with U+FFFD for the bytes that are not UTF-8.
+q enc_sql_ascii >/dev/null <<'SQL'
+CREATE TABLE legacy (k text PRIMARY KEY, body text);
+SELECT simhash_attach('legacy', 'body', on_duplicate => 'error');
+INSERT INTO legacy VALUES (convert_from('\x6372e86d65'::bytea, 'SQL_ASCII'), 'The city council approved the budget.');
+SQL
+expect "enc_sql_ascii: a key that is not UTF-8 still gets 23505" \
+    "$(sqlstate enc_sql_ascii "INSERT INTO legacy VALUES ('x', 'The city council approved the budget!')")" 23505
+expect_contains "enc_sql_ascii: ... with the key shown lossily" \
+    "$(error_text enc_sql_ascii "INSERT INTO legacy VALUES ('x', 'The city council approved the budget!')")" \
+    "Key (k)=(cr�me)"
