@@ -79,10 +79,11 @@ sample_text() {
     tr '\n' ' ' <"$ROOT/tests/data/long_en.txt"
 }
 
-# Stops the test's server on exit (also when a check fails).
+# Stops the test's server on exit (also when a check fails); removes its files after a success and
+# keeps them, server.log included, for a look after a failure.
 on_exit_stop() {
     local dir=$1
-    trap 'stop_server "'"$dir"'"' EXIT
+    trap 'rc=$?; stop_server "'"$dir"'"; [ $rc -ne 0 ] || rm -rf "'"$dir"'"' EXIT
 }
 
 echo "== $TEST_NAME"

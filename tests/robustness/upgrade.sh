@@ -21,9 +21,10 @@ measure "target (default_version)" "$TARGET"
 
 created=()
 cleanup() {
+    local rc=$?
     stop_server "$DIR"
     ((${#created[@]})) && rm -f "${created[@]}"
-    return 0
+    [ $rc -ne 0 ] || rm -rf "$DIR"
 }
 trap cleanup EXIT
 install_file() { # SOURCE_OR_EMPTY DEST
