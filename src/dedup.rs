@@ -5,6 +5,7 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::text::ServerText;
 use pgrx::callconv::{Arg, ArgAbi};
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pgrx_sql_entity_graph::metadata::{
@@ -35,6 +36,19 @@ unsafe impl SqlTranslatable for RegClass {
     const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
     const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("regclass"));
     const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Err(ReturnsError::Datum);
+}
+
+/// The table argument, which must not be NULL (SQLSTATE 22004).
+fn required(table: Option<RegClass>) -> pg_sys::Oid {
+    crate::errors::arm_allocator();
+    let Some(table) = table else {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "table_name must not be NULL"
+        );
+    };
+    table.0
 }
 
 /// The rows of an attached table, in primary key order: their keys as text and fingerprints.
@@ -77,6 +91,15 @@ impl Reporter {
 
     fn report(&mut self, message: impl FnOnce() -> String) {
         pg_sys::check_for_interrupts!();
+        // The allocator spent its reserve on a failed allocation: stop while memory is left.
+        if simhash_core::error::memory_low() {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+                format!("{}: out of memory", self.what),
+                "The table's fingerprints and keys did not fit in this backend's memory."
+            );
+        }
         if self.last.elapsed() >= Duration::from_millis(PROGRESS_INTERVAL.get().max(0) as u64) {
             self.last = Instant::now();
             notice!("{}: {}", self.what, message());
@@ -140,6 +163,8 @@ fn read_rows(
             (Some(cols), _) => (format!("ROW({cols})::text"), cols),
             (None, _) => ("t.ctid::text".to_string(), "t.ctid".to_string()),
         };
+        // Keys travel as UTF-8 bytes: pgrx reads `text` as UTF-8 only.
+        let key_text = format!("convert_to({key_text}, 'UTF8')");
         let query = format!(
             "SELECT {key_text}, t.{} FROM ONLY {qualified} t ORDER BY {order}",
             pgrx::spi::quote_identifier(&fp_column)
@@ -157,8 +182,10 @@ fn read_rows(
                 break;
             }
             for row in batch {
-                rows.keys
-                    .push(row.get::<String>(1).ok().flatten().unwrap_or_default());
+                let key = row.get::<Vec<u8>>(1).ok().flatten().unwrap_or_default();
+                rows.keys.push(
+                    String::from_utf8(key).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into()),
+                );
                 rows.fps
                     .push(row.get::<i64>(2).ok().flatten().map(|fp| fp as u64));
             }
@@ -220,12 +247,19 @@ fn progress<'a>(
 /// with the keys of both rows as text (`key_a` first in key order) and their distance.
 #[pg_extern(stable, parallel_unsafe)]
 fn simhash_pairs(
-    table_name: RegClass,
+    table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
-) -> TableIterator<'static, (name!(key_a, String), name!(key_b, String), name!(distance, i32))> {
+) -> TableIterator<
+    'static,
+    (
+        name!(key_a, ServerText),
+        name!(key_b, ServerText),
+        name!(distance, i32),
+    ),
+> {
     let mut reporter = Reporter::new("simhash_pairs");
-    let rows = read_rows(table_name.0, max_distance, text_column, &mut reporter);
+    let rows = read_rows(required(table_name), max_distance, text_column, &mut reporter);
     let groups = group_rows(&rows);
     let pairs = if rows.max_distance == 0 {
         Vec::new()
@@ -261,31 +295,32 @@ fn simhash_pairs(
             })
         })
     });
-    TableIterator::new(
-        identical
-            .into_iter()
-            .chain(near)
-            .map(move |(a, b, d)| (keys[a as usize].clone(), keys[b as usize].clone(), d as i32)),
-    )
+    TableIterator::new(identical.into_iter().chain(near).map(move |(a, b, d)| {
+        (
+            ServerText(keys[a as usize].clone()),
+            ServerText(keys[b as usize].clone()),
+            d as i32,
+        )
+    }))
 }
 
 /// Every row of an attached table with the representative of its cluster (the cluster's first row
 /// in key order) and the cluster's size; rows without a fingerprint are clusters of their own.
 #[pg_extern(stable, parallel_unsafe)]
 fn simhash_clusters(
-    table_name: RegClass,
+    table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
 ) -> TableIterator<
     'static,
     (
-        name!(key, String),
-        name!(representative, String),
+        name!(key, ServerText),
+        name!(representative, ServerText),
         name!(cluster_size, i64),
     ),
 > {
     let mut reporter = Reporter::new("simhash_clusters");
-    let rows = read_rows(table_name.0, max_distance, text_column, &mut reporter);
+    let rows = read_rows(required(table_name), max_distance, text_column, &mut reporter);
     let groups = group_rows(&rows);
     let representative = cluster_rows(
         rows.keys.len(),
@@ -302,6 +337,6 @@ fn simhash_clusters(
     let keys = rows.keys;
     TableIterator::new((0..keys.len()).map(move |i| {
         let r = representative[i] as usize;
-        (keys[i].clone(), keys[r].clone(), size[r])
+        (ServerText(keys[i].clone()), ServerText(keys[r].clone()), size[r])
     }))
 }

@@ -6,10 +6,11 @@ use pgrx::prelude::*;
 
 /// Splits `pg_trigger.tgargs` (each argument NUL-terminated) into its arguments.
 #[pg_extern(immutable, strict, parallel_safe)]
-fn simhash_trigger_args(tgargs: &[u8]) -> Vec<String> {
-    let mut args: Vec<String> = tgargs
+fn simhash_trigger_args(tgargs: &[u8]) -> Vec<crate::text::ServerBytes> {
+    // The arguments are in the server encoding, like every catalog name: pass them on untouched.
+    let mut args: Vec<crate::text::ServerBytes> = tgargs
         .split(|&b| b == 0)
-        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .map(|a| crate::text::ServerBytes(a.to_vec()))
         .collect();
     if tgargs.last() == Some(&0) {
         args.pop();

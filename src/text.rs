@@ -337,7 +337,6 @@ pub fn message(text: &str) -> Cow<'_, str> {
 
 /// `text` from bytes already in the server encoding (a trigger argument, a catalog name): stored as
 /// they are, with no conversion either way. Meant for `simhash_trigger_args()`.
-#[allow(dead_code)]
 pub struct ServerBytes(pub Vec<u8>);
 
 impl IntoDatum for ServerBytes {

@@ -1,12 +1,8 @@
 -- Error paths of the trigger and odd inputs (issue 4): every error has its SQLSTATE and a message a
 -- user understands; no input reaches the user as an internal error (XX000).
-CREATE FUNCTION pg_temp.try(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE query;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set include :abs_srcdir '/include/try.sql'
+\i :include
 
 -- The trigger function used outside simhash_attach().
 CREATE TABLE misuse (id int PRIMARY KEY, body text, body_simhash bigint);
