@@ -92,21 +92,11 @@ step "2. accuracy"
 step "3. band skew"
 "$PY" "$BENCH/bands.py"
 
-step "4. write cost: PENDING (needs the table helper of SPEC §4)"
-step "5. lookup latency: PENDING (needs the near-duplicate lookup of SPEC §4)"
-cat >"$BENCH/results/pending.md" <<'EOF'
-## Pending parts of the benchmark
+step "4. write cost"
+"$PY" "$BENCH/write_cost.py"
 
-- **Write cost**: INSERT / COPY throughput of a table with the fingerprint column, the four band
-  columns and their B-tree indexes, with and without the duplicate trigger, against the same table
-  without them. Needs the one-call table helper and the trigger of SPEC §4 (not measured yet).
-- **Lookup latency**: time to find a text's near-duplicates within distance k in a table of 1M rows
-  through the band indexes (p50/p99), and the number of band candidates checked per lookup. Needs
-  the near-duplicate lookup of SPEC §4 (not measured yet); pg_trgm's GIN index on the same table
-  is the natural comparison.
-
-When they land, add them as stages 4 and 5 of bench/run.sh (the places are marked there).
-EOF
+step "5. lookup latency"
+"$PY" "$BENCH/lookup.py"
 
 step "machine"
 elapsed=$((SECONDS - START))
