@@ -1,7 +1,8 @@
 -- simhash_ext 0.1.0 -> 0.2.0. DDL taken from `cargo pgrx schema pg15` of 0.2.0; not to be edited once released.
 --   * new: simhash_pairs() and simhash_clusters(), deduplicating an attached table;
 --   * simhash() and simhash_features() declare COST 100, so the planner parallelizes scans that call them;
---   * simhash_attach() fingerprints the rows already there with a scan that can run in parallel.
+--   * simhash_attach() fingerprints the rows already there with a scan that can run in parallel;
+--   * simhash_find_attachment() reads the catalog once instead of twice (every lookup calls it).
 -- Stored fingerprints, band columns, indexes and triggers are unchanged: the fingerprint algorithm is the same.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.2.0'" to load this file. \quit
 
@@ -127,5 +128,31 @@ BEGIN
                  'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L)',
                  'simhash_' || text_column, table_name, text_column, nbands, max_distance, on_duplicate,
                  tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION simhash_find_attachment(table_name regclass, text_column name)
+RETURNS @extschema@.simhash_attachment
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  found @extschema@.simhash_attachment[];
+  matches int;
+BEGIN
+  -- One read of the catalog: every lookup goes through here.
+  SELECT array_agg(s) INTO found FROM @extschema@.simhash_attachments() s
+  WHERE s.table_name = simhash_find_attachment.table_name
+    AND (simhash_find_attachment.text_column IS NULL OR s.text_column = simhash_find_attachment.text_column);
+  matches := coalesce(cardinality(found), 0);
+  IF matches = 0 THEN
+    RAISE EXCEPTION '% is not attached', CASE WHEN text_column IS NULL THEN format('table "%s"', table_name)
+                                              ELSE format('column "%s" of "%s"', text_column, table_name) END
+      USING ERRCODE = '42704', HINT = 'Attach it first with simhash_attach().';
+  ELSIF matches > 1 THEN
+    RAISE EXCEPTION 'table "%" has % attached columns: name one with text_column', table_name, matches
+      USING ERRCODE = '42725';
+  END IF;
+  RETURN found[1];
 END
 $$;

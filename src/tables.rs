@@ -160,12 +160,14 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  found @extschema@.simhash_attachment;
+  found @extschema@.simhash_attachment[];
   matches int;
 BEGIN
-  SELECT count(*) INTO matches FROM @extschema@.simhash_attachments() s
+  -- One read of the catalog: every lookup goes through here.
+  SELECT array_agg(s) INTO found FROM @extschema@.simhash_attachments() s
   WHERE s.table_name = simhash_find_attachment.table_name
     AND (simhash_find_attachment.text_column IS NULL OR s.text_column = simhash_find_attachment.text_column);
+  matches := coalesce(cardinality(found), 0);
   IF matches = 0 THEN
     RAISE EXCEPTION '% is not attached', CASE WHEN text_column IS NULL THEN format('table "%s"', table_name)
                                               ELSE format('column "%s" of "%s"', text_column, table_name) END
@@ -174,10 +176,7 @@ BEGIN
     RAISE EXCEPTION 'table "%" has % attached columns: name one with text_column', table_name, matches
       USING ERRCODE = '42725';
   END IF;
-  SELECT * INTO found FROM @extschema@.simhash_attachments() s
-  WHERE s.table_name = simhash_find_attachment.table_name
-    AND (simhash_find_attachment.text_column IS NULL OR s.text_column = simhash_find_attachment.text_column);
-  RETURN found;
+  RETURN found[1];
 END
 $$;
 COMMENT ON FUNCTION simhash_find_attachment(regclass, name) IS
