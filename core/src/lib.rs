@@ -9,6 +9,7 @@ pub mod idf;
 pub mod normalize;
 pub mod options;
 pub mod pairs;
+pub mod probe;
 pub mod stopwords;
 pub mod tokenize;
 
