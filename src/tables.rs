@@ -79,8 +79,8 @@ BEGIN
   IF table_name IS NULL OR text_column IS NULL THEN
     RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
   END IF;
-  IF max_distance IS NULL OR max_distance < 0 OR max_distance > 63 THEN
-    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 63',
+  IF max_distance IS NULL OR max_distance < 0 OR max_distance > 16 THEN
+    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 16',
       coalesce(max_distance::text, 'NULL') USING ERRCODE = '22023';
   END IF;
   IF on_duplicate IS NULL OR on_duplicate NOT IN ('none', 'error', 'skip', 'flag') THEN
@@ -118,8 +118,9 @@ BEGIN
       USING ERRCODE = '42622';
   END IF;
 
-  -- With n bands, distance n-1 always shares a band: keep the pre-filter exact up to max_distance.
-  nbands := greatest(4, max_distance + 1);
+  -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
+  -- radius of the query's (generalized pigeonhole, src/search.rs).
+  nbands := 4;
   IF on_duplicate = 'flag' AND (SELECT count(*) FROM @extschema@.simhash_primary_key(table_name)) = 1 THEN
     SELECT p.atttype INTO key_type FROM @extschema@.simhash_primary_key(table_name) p;
   END IF;
@@ -143,7 +144,8 @@ BEGIN
   END IF;
   EXECUTE format('ALTER TABLE %s %s', table_name, bands);
   FOR i IN 0 .. nbands - 1 LOOP
-    EXECUTE format('CREATE INDEX ON %s (%I)', table_name, text_column || '_band' || i);
+    -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
+    EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, text_column || '_band' || i, fp);
   END LOOP;
   EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
                  'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L)',
@@ -210,7 +212,10 @@ DECLARE
   att @extschema@.simhash_attachment := @extschema@.simhash_find_attachment(table_name, text_column);
   k int := coalesce(max_distance, att.max_distance);
   nbands int := cardinality(att.band_columns);
-  candidates text := 'true';
+  branches text[] := '{}';
+  earlier text := '';
+  p record;
+  select_list text;
 BEGIN
   IF k < 0 OR k > 64 THEN
     RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 64', k
@@ -219,74 +224,25 @@ BEGIN
   IF fingerprint IS NULL THEN
     RETURN NULL;
   END IF;
-  -- Pigeonhole: within distance nbands-1 a match shares a band, so the band indexes find them all;
-  -- beyond that only a full scan is exact.
-  IF k < nbands THEN
-    SELECT string_agg(format('t.%I = %s', att.band_columns[i + 1],
-                             @extschema@.simhash_band(fingerprint, i, nbands)), ' OR ' ORDER BY i)
-    INTO candidates FROM generate_series(0, nbands - 1) i;
+  select_list := format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM ONLY %3$s t WHERE ',
+                        att.fingerprint_column, fingerprint, att.table_name);
+  -- The probe plan of simhash_near_duplicates(): band i at the values within radius t_i of the
+  -- query's; a row is taken from the first band within its radius only, so it comes once.
+  FOR p IN SELECT * FROM @extschema@.simhash_probes(fingerprint, k, nbands) ORDER BY band LOOP
+    branches := branches || (select_list || format('t.%I = ANY (%L::int[]) AND @extschema@.hamming(t.%I, %s) <= %s%s',
+      att.band_columns[p.band + 1], p.probe_values, att.fingerprint_column, fingerprint, k, earlier));
+    earlier := earlier || format(' AND @extschema@.hamming(@extschema@.simhash_band(t.%I, %s, %s), %s) > %s',
+      att.fingerprint_column, p.band, nbands, @extschema@.simhash_band(fingerprint, p.band, nbands), p.radius);
+  END LOOP;
+  IF cardinality(branches) = 0 THEN
+    -- Too far for the bands to pay: a scan.
+    branches := ARRAY[select_list || format('@extschema@.hamming(t.%I, %s) <= %s', att.fingerprint_column, fingerprint, k)];
   END IF;
-  RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM %3$s t '
-                'WHERE (%4$s) AND @extschema@.hamming(t.%1$I, %2$s) <= %5$s ORDER BY 2',
-                att.fingerprint_column, fingerprint, att.table_name, candidates, k);
+  RETURN array_to_string(branches, E'\nUNION ALL\n') || E'\nORDER BY distance';
 END
 $$;
 COMMENT ON FUNCTION simhash_near_duplicates_sql(regclass, bigint, int, name) IS
-  'The query simhash_near_duplicates() runs for a fingerprint, for EXPLAIN';
-
-CREATE FUNCTION simhash_near_duplicates(rel anyelement, fingerprint bigint, max_distance int DEFAULT NULL,
-                                        text_column name DEFAULT NULL)
-RETURNS TABLE (item anyelement, distance int)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  query text := @extschema@.simhash_near_duplicates_sql(@extschema@.simhash_row_table(rel), fingerprint,
-                                                       max_distance, text_column);
-BEGIN
-  IF query IS NOT NULL THEN
-    RETURN QUERY EXECUTE query;
-  END IF;
-END
-$$;
-COMMENT ON FUNCTION simhash_near_duplicates(anyelement, bigint, int, name) IS
-  'Rows of an attached table within max_distance of a fingerprint, nearest first';
-
-CREATE FUNCTION simhash_row_table(rel anyelement)
-RETURNS regclass
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  table_oid oid;
-BEGIN
-  SELECT typrelid INTO table_oid FROM pg_type WHERE oid = pg_typeof(rel);
-  IF table_oid IS NULL OR table_oid = 0 THEN
-    RAISE EXCEPTION 'simhash_near_duplicates: the first argument must be a row of the table, as in NULL::my_table'
-      USING ERRCODE = '42809';
-  END IF;
-  RETURN table_oid::regclass;
-END
-$$;
-COMMENT ON FUNCTION simhash_row_table(anyelement) IS 'Internal: the table whose row type a value has';
-
-CREATE FUNCTION simhash_near_duplicates(rel anyelement, doc text, max_distance int DEFAULT NULL,
-                                        text_column name DEFAULT NULL)
-RETURNS TABLE (item anyelement, distance int)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  att @extschema@.simhash_attachment :=
-    @extschema@.simhash_find_attachment(@extschema@.simhash_row_table(rel), text_column);
-BEGIN
-  RETURN QUERY SELECT * FROM @extschema@.simhash_near_duplicates(
-    rel, @extschema@.simhash(doc, att.tokenizer, att.shingle, att.weighting, att.stopwords),
-    max_distance, att.text_column);
-END
-$$;
-COMMENT ON FUNCTION simhash_near_duplicates(anyelement, text, int, name) IS
-  'Rows of an attached table within max_distance of a text (fingerprinted with the table''s options), nearest first';
+  'The probe plan of simhash_near_duplicates() for a fingerprint, as an SQL query (for EXPLAIN)';
 "#,
     name = "simhash_tables",
     requires = [
@@ -294,6 +250,7 @@ COMMENT ON FUNCTION simhash_near_duplicates(anyelement, text, int, name) IS
         simhash_trigger_args,
         simhash,
         simhash_band,
-        hamming
+        hamming,
+        simhash_probes
     ]
 );

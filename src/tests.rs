@@ -243,13 +243,19 @@ mod tests {
     }
 
     #[pg_test]
-    fn lock_keys_are_sorted_bounded_and_distinct() {
-        let keys = crate::trigger::lock_keys(0x1234_5678_9abc_def0, 4);
+    fn lock_keys_are_k_plus_one_parts() {
+        // k = 3: four 16-bit parts, each value modulo 256.
+        let keys = simhash_core::probe::lock_keys(0x1234_5678_9abc_def0, 3);
         assert_eq!(
             keys,
             vec![0xf0, (1 << 8) | 0xbc, (2 << 8) | 0x78, (3 << 8) | 0x34]
         );
-        assert!(crate::trigger::lock_keys(u64::MAX, 64)
+        // k = 7: eight 8-bit parts.
+        assert_eq!(
+            simhash_core::probe::lock_keys(0x0102_0304_0506_0708, 7),
+            (0..8u32).map(|p| (p << 8) | (8 - p)).collect::<Vec<_>>()
+        );
+        assert!(simhash_core::probe::lock_keys(u64::MAX, 63)
             .iter()
             .all(|&k| k < 64 << 8));
     }

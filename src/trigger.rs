@@ -12,7 +12,9 @@ use pgrx::prelude::*;
 use simhash_core::{Chunking, Options};
 
 use crate::errors::{raise, EncodedError, OrRaise};
+use crate::search::{search, BandIndexes};
 use crate::text::{server_to_utf8_lossy, utf8_to_server, Text};
+use simhash_core::probe::ProbePlan;
 
 /// Fingerprints the trigger has computed in this backend: tests use it to show one per row write.
 pub static FINGERPRINTS_COMPUTED: AtomicU64 = AtomicU64::new(0);
@@ -63,7 +65,7 @@ impl Attachment {
         Some(Attachment {
             text_column: text_column.clone(),
             nbands: nbands.parse().ok().filter(|n| (3..=64).contains(n))?,
-            max_distance: max_distance.parse().ok()?,
+            max_distance: max_distance.parse().ok().filter(|k| (0..=63).contains(k))?,
             mode: Mode::parse(mode)?,
             options,
         })
@@ -82,24 +84,11 @@ impl Attachment {
     }
 }
 
-/// Advisory lock keys for a fingerprint: (table, band, band value modulo 256), sorted so that every
-/// writer takes them in one global order. Hashing values into 256 buckets per band bounds a bulk
-/// load's distinct locks to 256 × nbands per table, well inside the default lock table.
-pub fn lock_keys(fp: u64, nbands: i32) -> Vec<u32> {
-    let mut keys: Vec<u32> = simhash_core::bands(fp, nbands)
-        .or_raise()
-        .into_iter()
-        .enumerate()
-        .map(|(i, value)| ((i as u32) << 8) | (value as u32 & 0xff))
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    keys
-}
-
-/// Takes the transaction-level advisory locks of `pg_advisory_xact_lock(relid, key)`.
-fn lock_bands(relid: pg_sys::Oid, fp: u64, nbands: i32) {
-    for key in lock_keys(fp, nbands) {
+/// Takes the transaction-level advisory locks of `pg_advisory_xact_lock(relid, key)` for the keys
+/// of `simhash_core::probe::lock_keys`: k+1 parts of the fingerprint, so that two writes within
+/// distance k always wait for each other, whatever bands the lookup probes.
+fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
+    for key in simhash_core::probe::lock_keys(fp, max_distance) {
         let tag = pg_sys::LOCKTAG {
             locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
             locktag_field2: relid.to_u32(),
@@ -134,8 +123,8 @@ fn quote_ident(name: &str) -> String {
     pgrx::spi::quote_identifier(name)
 }
 
-/// Builds and prepares the lookup query for one trigger: rows sharing a band, verified by hamming().
-unsafe fn prepare_lookup(relid: pg_sys::Oid, att: &Attachment, ext_schema: &str) -> Lookup {
+/// Builds and prepares the query that reads the key of the row found (and the flag column's value).
+unsafe fn prepare_lookup(relid: pg_sys::Oid, ext_schema: &str) -> Lookup {
     let pk = query_utf8(
         &format!(
             "SELECT pg_catalog.convert_to(string_agg(quote_ident(attname), ', ' ORDER BY ord), 'UTF8') \
@@ -169,21 +158,9 @@ unsafe fn prepare_lookup(relid: pg_sys::Oid, att: &Attachment, ext_schema: &str)
             "t.ctid::text".to_string(),
         ),
     };
-    let fp = quote_ident(&att.fingerprint_column());
-    let n = att.nbands;
-    let bands: Vec<String> = (0..n)
-        .map(|i| format!("t.{} = ${}", quote_ident(&att.band_column(i)), i + 2))
-        .collect();
-    let sql = format!(
-        "SELECT {key_text}, {ext_schema}.hamming(t.{fp}, $1), {flag_expr} FROM ONLY {qualified} t \
-         WHERE ({}) AND {ext_schema}.hamming(t.{fp}, $1) <= ${} AND t.ctid <> ${} ORDER BY 2 LIMIT 1",
-        bands.join(" OR "),
-        n + 2,
-        n + 3
-    );
-    let mut types = vec![pg_sys::INT8OID];
-    types.extend((0..n).map(|_| pg_sys::INT4OID));
-    types.extend([pg_sys::INT4OID, pg_sys::TIDOID]);
+    // The row was found through the band indexes (`search.rs`); this reads its key by ctid.
+    let sql = format!("SELECT {key_text}, {flag_expr} FROM ONLY {qualified} t WHERE t.ctid = $1");
+    let mut types = vec![pg_sys::TIDOID];
     let csql = server_cstring(&sql);
     let plan = pg_sys::SPI_prepare(csql.as_ptr(), types.len() as i32, types.as_mut_ptr());
     if plan.is_null() {
@@ -242,7 +219,7 @@ unsafe fn query_utf8(sql: &str, relid: pg_sys::Oid) -> Option<String> {
 }
 
 /// Finds the nearest row within `max_distance` with a fresh snapshot, so that rows committed while
-/// this transaction waited on the band locks are seen at every isolation level.
+/// this transaction waited on the locks are seen at every isolation level.
 unsafe fn find_nearest(
     td: &pg_sys::TriggerData,
     ext_schema: String,
@@ -250,84 +227,96 @@ unsafe fn find_nearest(
     fp: u64,
     self_tid: pg_sys::ItemPointerData,
     flag_attr: Option<&pg_sys::FormData_pg_attribute>,
+    fp_attnum: i32,
 ) -> (String, Option<Nearest>) {
-    let relid = (*td.tg_relation).rd_id;
+    let heap = td.tg_relation;
+    let relid = (*heap).rd_id;
     let trigger = &*td.tg_trigger;
+    let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+    let plan = ProbePlan::new(fp, att.max_distance, att.nbands).or_raise();
+    let indexes = BandIndexes::open(heap, att, fp_attnum as i16);
+    let mut best: Option<(u32, pg_sys::ItemPointerData)> = None;
+    search(
+        heap,
+        fp_attnum as i16,
+        &indexes,
+        &plan,
+        snapshot,
+        Some(self_tid),
+        &mut |d, slot| {
+            if best.is_none_or(|(bd, _)| d < bd) {
+                best = Some((d, (*slot).tts_tid));
+            }
+        },
+    );
+    drop(indexes);
+    let Some((distance, tid)) = best else {
+        pg_sys::UnregisterSnapshot(snapshot);
+        return (String::new(), None);
+    };
+
     pg_sys::SPI_connect();
     let cache_key = (trigger.tgoid.to_u32(), relid.to_u32(), ext_schema.clone());
     let (plan, key_columns) = LOOKUPS.with(|lookups| {
         let mut lookups = lookups.borrow_mut();
         let lookup = lookups
             .entry(cache_key)
-            .or_insert_with(|| prepare_lookup(relid, att, &ext_schema));
+            .or_insert_with(|| prepare_lookup(relid, &ext_schema));
         (lookup.plan, lookup.key_columns.clone())
     });
-
-    let mut values = vec![pg_sys::Datum::from(fp as i64)];
-    values.extend(
-        simhash_core::bands(fp, att.nbands)
-            .or_raise()
-            .into_iter()
-            .map(pg_sys::Datum::from),
-    );
-    values.push(pg_sys::Datum::from(att.max_distance));
-    let mut tid = self_tid;
-    values.push(pg_sys::Datum::from(&mut tid as *mut pg_sys::ItemPointerData));
-    let nulls = vec![b' ' as std::ffi::c_char; values.len()];
-
+    let mut tid = tid;
+    let mut values = [pg_sys::Datum::from(&mut tid as *mut pg_sys::ItemPointerData)];
+    let nulls = [b' ' as std::ffi::c_char];
     let status = pg_sys::SPI_execute_snapshot(
         plan,
         values.as_mut_ptr(),
         nulls.as_ptr(),
-        pg_sys::GetLatestSnapshot(),
+        snapshot,
         std::ptr::null_mut(),
         false,
         false,
         1,
     );
-    if status != pg_sys::SPI_OK_SELECT as i32 {
+    if status != pg_sys::SPI_OK_SELECT as i32 || pg_sys::SPI_processed == 0 {
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            message: format!("simhash_trigger lookup failed (SPI status {status})"),
+            message: format!("simhash_trigger could not read the key of the row found (SPI status {status})"),
             detail: None,
             hint: None,
         });
     }
-    let mut nearest = None;
-    if pg_sys::SPI_processed > 0 {
-        let table = &*pg_sys::SPI_tuptable;
-        let row = *table.vals;
-        let key_ptr = pg_sys::SPI_getvalue(row, table.tupdesc, 1);
-        let key = cstr_utf8(key_ptr);
+    let table = &*pg_sys::SPI_tuptable;
+    let row = *table.vals;
+    let key = cstr_utf8(pg_sys::SPI_getvalue(row, table.tupdesc, 1));
+    let flag_value = flag_attr.and_then(|attr| {
+        if pg_sys::SPI_gettypeid(table.tupdesc, 2) != attr.atttypid {
+            raise(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                message: format!(
+                    "simhash_trigger: column \"{}\" does not have the type of the table's key",
+                    att.flag_column()
+                ),
+                detail: None,
+                hint: Some(
+                    "The key or the flag column was altered after simhash_attach(); detach the table and attach it again."
+                        .into(),
+                ),
+            });
+        }
         let mut isnull = false;
-        let distance = pg_sys::SPI_getbinval(row, table.tupdesc, 2, &mut isnull).value() as i32;
-        let flag_value = flag_attr.and_then(|attr| {
-            if pg_sys::SPI_gettypeid(table.tupdesc, 3) != attr.atttypid {
-                raise(EncodedError {
-                    code: PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-                    message: format!(
-                        "simhash_trigger: column \"{}\" does not have the type of the table's key",
-                        att.flag_column()
-                    ),
-                    detail: None,
-                    hint: Some(
-                        "The key or the flag column was altered after simhash_attach(); detach the table and attach it again."
-                            .into(),
-                    ),
-                });
-            }
-            let mut isnull = false;
-            let value = pg_sys::SPI_getbinval(row, table.tupdesc, 3, &mut isnull);
-            (!isnull).then(|| pg_sys::SPI_datumTransfer(value, attr.attbyval, attr.attlen as i32))
-        });
-        nearest = Some(Nearest {
-            key,
-            distance,
-            flag_value,
-        });
-    }
+        let value = pg_sys::SPI_getbinval(row, table.tupdesc, 2, &mut isnull);
+        (!isnull).then(|| pg_sys::SPI_datumTransfer(value, attr.attbyval, attr.attlen as i32))
+    });
     pg_sys::SPI_finish();
-    (key_columns, nearest)
+    pg_sys::UnregisterSnapshot(snapshot);
+    (
+        key_columns,
+        Some(Nearest {
+            key,
+            distance: distance as i32,
+            flag_value,
+        }),
+    )
 }
 
 /// The schema the extension lives in (the trigger function's own), quoted for SQL.
@@ -495,14 +484,14 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         let flag_att = (att.mode == Mode::Flag).then(|| attnum(tupdesc, &att.flag_column(), &table));
         let nearest = match fp {
             Some(fp) => {
-                lock_bands(rel.rd_id, fp, att.nbands);
+                lock_parts(rel.rd_id, fp, att.max_distance as u32);
                 let self_tid = match old {
                     Some(old) => (*old).t_self,
                     None => pg_sys::ItemPointerData::default(),
                 };
                 let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
                 let schema = extension_schema(fcinfo);
-                let (key_columns, nearest) = find_nearest(td, schema, &att, fp, self_tid, flag_attr);
+                let (key_columns, nearest) = find_nearest(td, schema, &att, fp, self_tid, flag_attr, fp_att);
                 nearest.map(|n| (key_columns, n))
             }
             None => None,

@@ -241,7 +241,9 @@ mod tests {
         let mut all = std::collections::HashSet::new();
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..20_000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             all.extend(lock_keys(x, 8));
         }
         assert!(all.len() <= 256 * 9);

@@ -137,7 +137,18 @@ SQL
     q "$db" -c "ANALYZE articles"
     sql=$(q "$db" -c "SELECT simhash_near_duplicates_sql('articles', (SELECT body_simhash FROM articles WHERE id = 1))")
     plan=$(q "$db" -c "EXPLAIN $sql")
-    expect_match "$db: the lookup uses the band indexes" "$plan" 'Bitmap Index Scan on articles_body_band0_idx'
+    expect_match "$db: the lookup uses the band indexes" "$plan" 'Index Scan on articles_body_band0_idx'
+    # A table attached before 0.3.0 with 6 narrow bands (max_distance 5) and indexes without the
+    # fingerprint: the new probe-plan lookup is exact on it at every distance.
+    expect "$db: lookups on the 6-band table equal a scan at k = 0..8 (rows found, rows missed)" \
+        "$(q "$db" -c "WITH q AS (SELECT code, note_simhash # (1::bigint << (length(code) * 5 % 64)) AS fp FROM notes
+                                  WHERE note_simhash IS NOT NULL AND code LIKE 'n1%'),
+                       found AS (SELECT k, q.code, (n.item).code AS hit, n.distance
+                                 FROM generate_series(0, 8) k, q, simhash_near_duplicates(NULL::notes, q.fp, k) n),
+                       brute AS (SELECT k, q.code, n.code AS hit, hamming(n.note_simhash, q.fp) AS distance
+                                 FROM generate_series(0, 8) k, q JOIN notes n ON hamming(n.note_simhash, q.fp) <= k)
+                       SELECT (SELECT count(*) FROM found) > 1000,
+                              (SELECT count(*) FROM (TABLE found EXCEPT TABLE brute) x) + (SELECT count(*) FROM (TABLE brute EXCEPT TABLE found) x)")" "t|0"
 
     # The updated extension has the objects of a fresh install.
     objects fresh >"$DIR/fresh.objects"

@@ -1,0 +1,536 @@
+//! Finding the rows of an attached table within distance k of a fingerprint, through its band
+//! indexes (issue 14). The probe plan (`simhash_core::probe`) says which values of which band to
+//! look up; each band index is scanned once per value with an equality scan key, the fingerprint
+//! is read from the index entry (the band indexes `INCLUDE` it), and only entries within k that are
+//! reached through their first band within radius go on to the heap, where the snapshot decides
+//! visibility. So a candidate that fails the check costs no heap visit, and no SQL is planned.
+//!
+//! Used by `simhash_near_duplicates()` and by the duplicate trigger; `simhash_near_duplicates_sql()`
+//! writes the same plan as SQL, for EXPLAIN.
+
+use std::ffi::CStr;
+
+use pgrx::prelude::*;
+use simhash_core::probe::ProbePlan;
+
+use crate::errors::{raise, EncodedError, OrRaise};
+use crate::trigger::Attachment;
+
+/// The B-tree index on one band column, as the lookup uses it.
+pub struct BandIndex {
+    index: pg_sys::Relation,
+    /// Position of the fingerprint in the index entries (1-based), when the index holds it.
+    fp_attno: Option<usize>,
+}
+
+/// A band index per band, in band order; None when some band has no usable index (then the lookup
+/// scans the table, which stays exact).
+pub struct BandIndexes(Option<Vec<BandIndex>>);
+
+impl BandIndexes {
+    /// Opens the band indexes of `att` on `heap` (locks kept to the end of the transaction).
+    ///
+    /// # Safety
+    /// `heap` must be an open relation.
+    pub unsafe fn open(heap: pg_sys::Relation, att: &Attachment, fp_attnum: i16) -> BandIndexes {
+        let tupdesc = (*heap).rd_att;
+        let band_attnums: Vec<Option<i16>> = (0..att.nbands)
+            .map(|i| attnum_of(tupdesc, &att.band_column(i)))
+            .collect();
+        let mut found: Vec<Option<BandIndex>> = (0..att.nbands).map(|_| None).collect();
+        let list = pg_sys::RelationGetIndexList(heap);
+        if !list.is_null() {
+            let oids = std::slice::from_raw_parts((*list).elements, (*list).length as usize);
+            for cell in oids {
+                let index_oid = cell.oid_value;
+                let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+                let form = &*(*index).rd_index;
+                let keys = form.indkey.values.as_slice(form.indnatts as usize);
+                let usable = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+                    && form.indisvalid
+                    && form.indnkeyatts == 1
+                    && pg_sys::heap_attisnull(
+                        (*index).rd_indextuple,
+                        pg_sys::Anum_pg_index_indpred as i32,
+                        std::ptr::null_mut(),
+                    );
+                let band = usable
+                    .then(|| band_attnums.iter().position(|&a| a == Some(keys[0])))
+                    .flatten();
+                match band {
+                    Some(b) => {
+                        let fp_attno = keys.iter().position(|&a| a == fp_attnum).map(|p| p + 1);
+                        // Prefer an index that holds the fingerprint.
+                        let better = match &found[b] {
+                            None => true,
+                            Some(old) => old.fp_attno.is_none() && fp_attno.is_some(),
+                        };
+                        if better {
+                            if let Some(old) = found[b].take() {
+                                pg_sys::index_close(old.index, pg_sys::NoLock as pg_sys::LOCKMODE);
+                            }
+                            found[b] = Some(BandIndex { index, fp_attno });
+                        } else {
+                            pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+                        }
+                    }
+                    None => pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE),
+                }
+            }
+            pg_sys::list_free(list);
+        }
+        if found.iter().all(Option::is_some) {
+            BandIndexes(Some(found.into_iter().flatten().collect()))
+        } else {
+            for b in found.into_iter().flatten() {
+                pg_sys::index_close(b.index, pg_sys::NoLock as pg_sys::LOCKMODE);
+            }
+            BandIndexes(None)
+        }
+    }
+}
+
+impl Drop for BandIndexes {
+    fn drop(&mut self) {
+        for b in self.0.take().into_iter().flatten() {
+            unsafe { pg_sys::index_close(b.index, pg_sys::NoLock as pg_sys::LOCKMODE) };
+        }
+    }
+}
+
+/// The attribute number of a column of `tupdesc` by name, if it exists and is not dropped.
+pub fn attnum_of(tupdesc: pg_sys::TupleDesc, name: &str) -> Option<i16> {
+    let wanted = crate::text::utf8_to_server(name);
+    unsafe {
+        let natts = (*tupdesc).natts as usize;
+        (0..natts).find_map(|i| {
+            let attr = &*(*tupdesc).attrs.as_ptr().add(i);
+            let attname = CStr::from_ptr(attr.attname.data.as_ptr()).to_bytes();
+            (!attr.attisdropped && attname == &*wanted).then_some(attr.attnum)
+        })
+    }
+}
+
+/// What a search counts, for tests and benchmarks.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counts {
+    /// Band values looked up in the indexes.
+    pub probes: u64,
+    /// Index entries read.
+    pub candidates: u64,
+    /// Heap tuples fetched.
+    pub heap_fetches: u64,
+}
+
+/// Calls `on_match(distance, slot)` for every row of `heap` visible to `snapshot` whose fingerprint
+/// is within `plan.k` of `plan.query`, each once, skipping the row at `exclude`.
+///
+/// # Safety
+/// `heap` must be open and locked, `snapshot` registered or active for the whole call.
+pub unsafe fn search(
+    heap: pg_sys::Relation,
+    fp_attnum: i16,
+    indexes: &BandIndexes,
+    plan: &ProbePlan,
+    snapshot: pg_sys::Snapshot,
+    exclude: Option<pg_sys::ItemPointerData>,
+    on_match: &mut dyn FnMut(u32, *mut pg_sys::TupleTableSlot),
+) -> Counts {
+    let mut counts = Counts::default();
+    let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
+    let excluded = |slot: *mut pg_sys::TupleTableSlot| {
+        exclude.is_some_and(|mut tid| pg_sys::ItemPointerEquals(&mut tid, &mut (*slot).tts_tid))
+    };
+    match (&plan.probes, &indexes.0) {
+        (Some(probes), Some(bands)) => {
+            for probe in probes.iter().filter(|p| !p.values.is_empty()) {
+                let band = &bands[probe.band as usize];
+                let scan = pg_sys::index_beginscan(heap, band.index, snapshot, 1, 0);
+                (*scan).xs_want_itup = band.fp_attno.is_some();
+                for &value in &probe.values {
+                    counts.probes += 1;
+                    let mut key = pg_sys::ScanKeyData::default();
+                    pg_sys::ScanKeyInit(
+                        &mut key,
+                        1,
+                        pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+                        pg_sys::Oid::from(pg_sys::F_INT4EQ),
+                        pg_sys::Datum::from(value),
+                    );
+                    pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
+                    loop {
+                        pg_sys::check_for_interrupts!();
+                        let tid =
+                            pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+                        if tid.is_null() {
+                            break;
+                        }
+                        counts.candidates += 1;
+                        let distance = match band.fp_attno {
+                            Some(attno) => {
+                                let Some(fp) = index_entry_fp(scan, attno) else {
+                                    continue;
+                                };
+                                let Some(d) = plan.accepts(probe.band, fp) else {
+                                    continue;
+                                };
+                                counts.heap_fetches += 1;
+                                if !pg_sys::index_fetch_heap(scan, slot) {
+                                    continue;
+                                }
+                                d
+                            }
+                            None => {
+                                counts.heap_fetches += 1;
+                                if !pg_sys::index_fetch_heap(scan, slot) {
+                                    continue;
+                                }
+                                let Some(fp) = slot_fp(slot, fp_attnum) else {
+                                    continue;
+                                };
+                                let Some(d) = plan.accepts(probe.band, fp) else {
+                                    continue;
+                                };
+                                d
+                            }
+                        };
+                        if !excluded(slot) {
+                            on_match(distance, slot);
+                        }
+                    }
+                }
+                pg_sys::index_endscan(scan);
+            }
+        }
+        _ => {
+            // Too far for the bands to pay, or a band without an index: a scan is exact.
+            let flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN
+                | pg_sys::ScanOptions::SO_ALLOW_STRAT
+                | pg_sys::ScanOptions::SO_ALLOW_SYNC
+                | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;
+            let scan = pg_sys::heap_beginscan(
+                heap,
+                snapshot,
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                flags,
+            );
+            while pg_sys::heap_getnextslot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot) {
+                pg_sys::check_for_interrupts!();
+                counts.candidates += 1;
+                let Some(fp) = slot_fp(slot, fp_attnum) else {
+                    continue;
+                };
+                let d = simhash_core::hamming(fp, plan.query);
+                if d <= plan.k && !excluded(slot) {
+                    on_match(d, slot);
+                }
+            }
+            pg_sys::heap_endscan(scan);
+        }
+    }
+    pg_sys::ExecDropSingleTupleTableSlot(slot);
+    counts
+}
+
+/// The fingerprint stored in the index entry the scan is on.
+unsafe fn index_entry_fp(scan: pg_sys::IndexScanDesc, attno: usize) -> Option<u64> {
+    let itup = (*scan).xs_itup;
+    if itup.is_null() {
+        return None;
+    }
+    let mut values = [pg_sys::Datum::from(0); pg_sys::INDEX_MAX_KEYS as usize];
+    let mut nulls = [false; pg_sys::INDEX_MAX_KEYS as usize];
+    pg_sys::index_deform_tuple(itup, (*scan).xs_itupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+    (!nulls[attno - 1]).then(|| values[attno - 1].value() as i64 as u64)
+}
+
+/// The fingerprint column of the tuple in `slot`.
+unsafe fn slot_fp(slot: *mut pg_sys::TupleTableSlot, fp_attnum: i16) -> Option<u64> {
+    let mut should_free = false;
+    let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+    let value = pgrx::heap_getattr_raw(
+        tuple,
+        std::num::NonZeroUsize::new(fp_attnum as usize)?,
+        (*slot).tts_tupleDescriptor,
+    );
+    if should_free {
+        pg_sys::heap_freetuple(tuple);
+    }
+    value.map(|d| d.value() as i64 as u64)
+}
+
+/// The attachment of `heap` read from its triggers (relcache, no catalog query): the one on
+/// `text_column`, or the only one. Raises 42704 / 42725 as `simhash_find_attachment()` does.
+///
+/// # Safety
+/// `heap` must be an open relation; `ext_namespace` the extension's schema.
+pub unsafe fn attachment_of(
+    heap: pg_sys::Relation,
+    text_column: Option<&str>,
+    ext_namespace: pg_sys::Oid,
+) -> Attachment {
+    let table = relation_name(heap);
+    let mut found = Vec::new();
+    let trigdesc = (*heap).trigdesc;
+    if !trigdesc.is_null() {
+        let triggers = std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize);
+        for trigger in triggers {
+            if !is_simhash_trigger(trigger.tgfoid, ext_namespace) {
+                continue;
+            }
+            let args: Vec<String> = (0..trigger.tgnargs as usize)
+                .map(|i| crate::text::server_to_utf8_lossy(CStr::from_ptr(*trigger.tgargs.add(i)).to_bytes()))
+                .collect();
+            if let Some(att) = Attachment::from_args(&args) {
+                if text_column.is_none_or(|c| c == att.text_column) {
+                    found.push(att);
+                }
+            }
+        }
+    }
+    match found.len() {
+        1 => found.pop().expect("one attachment"),
+        0 => raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            message: match text_column {
+                Some(c) => format!("column \"{c}\" of \"{table}\" is not attached"),
+                None => format!("table \"{table}\" is not attached"),
+            },
+            detail: None,
+            hint: Some("Attach it first with simhash_attach().".into()),
+        }),
+        n => raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_AMBIGUOUS_FUNCTION,
+            message: format!("table \"{table}\" has {n} attached columns: name one with text_column"),
+            detail: None,
+            hint: None,
+        }),
+    }
+}
+
+/// Whether `func` is this extension's `simhash_trigger()` (syscache lookups, no query).
+unsafe fn is_simhash_trigger(func: pg_sys::Oid, ext_namespace: pg_sys::Oid) -> bool {
+    let name = pg_sys::get_func_name(func);
+    !name.is_null()
+        && CStr::from_ptr(name).to_bytes() == b"simhash_trigger"
+        && pg_sys::get_func_namespace(func) == ext_namespace
+}
+
+/// The name of a relation, as UTF-8.
+///
+/// # Safety
+/// `rel` must be an open relation.
+pub unsafe fn relation_name(rel: pg_sys::Relation) -> String {
+    crate::text::server_to_utf8_lossy(CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()).to_bytes())
+}
+
+/// The schema of the function being called (the extension's).
+pub unsafe fn own_namespace(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
+    pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid)
+}
+
+fn arg_null(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> bool {
+    unsafe { (*(*fcinfo).args.as_ptr().add(i)).isnull }
+}
+
+fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> pg_sys::Datum {
+    unsafe { (*(*fcinfo).args.as_ptr().add(i)).value }
+}
+
+/// `simhash_near_duplicates(rel anyelement, fingerprint bigint | doc text, max_distance int,
+/// text_column name)`: the rows of the table within max_distance, nearest first.
+unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg_sys::Datum {
+    crate::errors::arm_allocator();
+    let row_type = pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, 0);
+    let relid = if row_type == pg_sys::InvalidOid {
+        pg_sys::InvalidOid
+    } else {
+        pg_sys::get_typ_typrelid(row_type)
+    };
+    if relid == pg_sys::InvalidOid {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            message:
+                "simhash_near_duplicates: the first argument must be a row of the table, as in NULL::my_table"
+                    .into(),
+            detail: None,
+            hint: None,
+        });
+    }
+    let text_column = (!arg_null(fcinfo, 3)).then(|| {
+        let name = arg(fcinfo, 3).cast_mut_ptr::<std::ffi::c_char>();
+        crate::text::server_to_utf8_lossy(CStr::from_ptr(name).to_bytes())
+    });
+    pg_sys::InitMaterializedSRF(fcinfo, 0);
+    let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
+
+    let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    let kind = (*(*heap).rd_rel).relkind as u8;
+    if kind != pg_sys::RELKIND_RELATION {
+        let table = relation_name(heap);
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            message: format!("simhash_near_duplicates: \"{table}\" is not an ordinary table"),
+            detail: None,
+            hint: None,
+        });
+    }
+    let att = attachment_of(heap, text_column.as_deref(), own_namespace(fcinfo));
+    let k = if arg_null(fcinfo, 2) {
+        att.max_distance
+    } else {
+        arg(fcinfo, 2).value() as i32
+    };
+    let query = if arg_null(fcinfo, 1) {
+        None
+    } else if by_text {
+        let doc = crate::text::Text::from_raw_datum(arg(fcinfo, 1));
+        simhash_core::try_fingerprint_with(
+            &doc.to_utf8(),
+            &att.options,
+            simhash_core::Chunking::default(),
+            &mut crate::fingerprint::check_interrupts,
+        )
+        .or_raise()
+    } else {
+        Some(arg(fcinfo, 1).value() as i64 as u64)
+    };
+    let plan = ProbePlan::new(query.unwrap_or(0), k, att.nbands).or_raise();
+    let Some(_) = query else {
+        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+        return pg_sys::Datum::from(0);
+    };
+    let table = relation_name(heap);
+    let fp_attnum = attnum_of((*heap).rd_att, &att.fingerprint_column()).unwrap_or_else(|| {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            message: format!(
+                "column \"{}\" of table \"{table}\" does not exist",
+                att.fingerprint_column()
+            ),
+            detail: None,
+            hint: Some("The table was altered after simhash_attach(); detach it and attach it again.".into()),
+        })
+    });
+    let indexes = BandIndexes::open(heap, &att, fp_attnum);
+    let mut found: Vec<(u32, pg_sys::ItemPointerData, pg_sys::Datum)> = Vec::new();
+    let tupdesc = (*heap).rd_att;
+    search(
+        heap,
+        fp_attnum,
+        &indexes,
+        &plan,
+        pg_sys::GetActiveSnapshot(),
+        None,
+        &mut |distance, slot| {
+            let mut should_free = false;
+            let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+            let item = pg_sys::heap_copy_tuple_as_datum(tuple, tupdesc);
+            if should_free {
+                pg_sys::heap_freetuple(tuple);
+            }
+            found.push((distance, (*slot).tts_tid, item));
+        },
+    );
+    drop(indexes);
+    found.sort_by_key(|(d, tid, _)| {
+        (
+            *d,
+            (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo),
+            tid.ip_posid,
+        )
+    });
+    for (distance, _, item) in found {
+        let mut values = [item, pg_sys::Datum::from(distance as i32)];
+        let mut nulls = [false, false];
+        pg_sys::tuplestore_putvalues(
+            (*rsinfo).setResult,
+            (*rsinfo).setDesc,
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        );
+    }
+    pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+    pg_sys::Datum::from(0)
+}
+
+#[no_mangle]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_simhash_near_duplicates_fingerprint() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+#[no_mangle]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_simhash_near_duplicates_text() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// # Safety
+/// Called by PostgreSQL as `simhash_near_duplicates(anyelement, bigint, int, name)`.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn simhash_near_duplicates_fingerprint(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    crate::errors::guard(|| near_duplicates(fcinfo, false))
+}
+
+/// # Safety
+/// Called by PostgreSQL as `simhash_near_duplicates(anyelement, text, int, name)`.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn simhash_near_duplicates_text(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    crate::errors::guard(|| near_duplicates(fcinfo, true))
+}
+
+/// The probe plan of a lookup, as rows: which values of which band `simhash_near_duplicates` looks
+/// up for `fingerprint` within `max_distance` on `nbands` bands (no rows: it scans the table).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_probes(
+    fingerprint: i64,
+    max_distance: i32,
+    nbands: default!(i32, 4),
+) -> TableIterator<
+    'static,
+    (
+        name!(band, i32),
+        name!(radius, i32),
+        name!(probe_values, Vec<i32>),
+    ),
+> {
+    let plan = ProbePlan::new(fingerprint as u64, max_distance, nbands).or_raise();
+    TableIterator::new(
+        plan.probes
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p.radius >= 0)
+            .map(|p| (p.band as i32, p.radius, p.values)),
+    )
+}
+
+extension_sql!(
+    r#"
+CREATE FUNCTION simhash_near_duplicates(rel anyelement, fingerprint bigint, max_distance int DEFAULT NULL,
+                                        text_column name DEFAULT NULL)
+RETURNS TABLE (item anyelement, distance int)
+LANGUAGE c STABLE ROWS 10
+AS 'MODULE_PATHNAME', 'simhash_near_duplicates_fingerprint';
+COMMENT ON FUNCTION simhash_near_duplicates(anyelement, bigint, int, name) IS
+  'Rows of an attached table within max_distance of a fingerprint, nearest first';
+
+CREATE FUNCTION simhash_near_duplicates(rel anyelement, doc text, max_distance int DEFAULT NULL,
+                                        text_column name DEFAULT NULL)
+RETURNS TABLE (item anyelement, distance int)
+LANGUAGE c STABLE ROWS 10 COST 100
+AS 'MODULE_PATHNAME', 'simhash_near_duplicates_text';
+COMMENT ON FUNCTION simhash_near_duplicates(anyelement, text, int, name) IS
+  'Rows of an attached table within max_distance of a text (fingerprinted with the table''s options), nearest first';
+"#,
+    name = "simhash_near_duplicates",
+    requires = ["simhash_tables"]
+);
