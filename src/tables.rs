@@ -215,7 +215,6 @@ DECLARE
   branches text[] := '{}';
   earlier text := '';
   p record;
-  select_list text;
 BEGIN
   IF k < 0 OR k > 64 THEN
     RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 64', k
@@ -224,21 +223,26 @@ BEGIN
   IF fingerprint IS NULL THEN
     RETURN NULL;
   END IF;
-  select_list := format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM ONLY %3$s t WHERE ',
-                        att.fingerprint_column, fingerprint, att.table_name);
   -- The probe plan of simhash_near_duplicates(): band i at the values within radius t_i of the
-  -- query's; a row is taken from the first band within its radius only, so it comes once.
+  -- query's, checked on the fingerprint the index entries hold (index-only scans); a fingerprint is
+  -- taken from the first band within its radius only. The rows are then fetched by band and value.
   FOR p IN SELECT * FROM @extschema@.simhash_probes(fingerprint, k, nbands) ORDER BY band LOOP
-    branches := branches || (select_list || format('t.%I = ANY (%L::int[]) AND @extschema@.hamming(t.%I, %s) <= %s%s',
-      att.band_columns[p.band + 1], p.probe_values, att.fingerprint_column, fingerprint, k, earlier));
+    branches := branches || format('SELECT t.%1$I AS fp FROM ONLY %2$s t WHERE t.%3$I = ANY (%4$L::int[]) '
+                                   'AND @extschema@.hamming(t.%1$I, %5$s) <= %6$s%7$s',
+      att.fingerprint_column, att.table_name, att.band_columns[p.band + 1], p.probe_values, fingerprint, k, earlier);
     earlier := earlier || format(' AND @extschema@.hamming(@extschema@.simhash_band(t.%I, %s, %s), %s) > %s',
       att.fingerprint_column, p.band, nbands, @extschema@.simhash_band(fingerprint, p.band, nbands), p.radius);
   END LOOP;
   IF cardinality(branches) = 0 THEN
     -- Too far for the bands to pay: a scan.
-    branches := ARRAY[select_list || format('@extschema@.hamming(t.%I, %s) <= %s', att.fingerprint_column, fingerprint, k)];
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM ONLY %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s ORDER BY distance',
+                  att.fingerprint_column, fingerprint, att.table_name, k);
   END IF;
-  RETURN array_to_string(branches, E'\nUNION ALL\n') || E'\nORDER BY distance';
+  RETURN format(E'SELECT t AS item, @extschema@.hamming(m.fp, %1$s) AS distance\nFROM (SELECT DISTINCT fp FROM (\n%2$s\n) c) m\n'
+                 'JOIN ONLY %3$s t ON t.%4$I = @extschema@.simhash_band(m.fp, 0, %5$s) AND t.%6$I = m.fp\nORDER BY distance',
+                fingerprint, array_to_string(branches, E'\nUNION ALL\n'), att.table_name, att.band_columns[1], nbands,
+                att.fingerprint_column);
 END
 $$;
 COMMENT ON FUNCTION simhash_near_duplicates_sql(regclass, bigint, int, name) IS

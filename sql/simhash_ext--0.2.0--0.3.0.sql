@@ -1,0 +1,187 @@
+-- simhash_ext 0.2.0 -> 0.3.0. DDL taken from `cargo pgrx schema pg15` of 0.3.0; not to be edited once released.
+--   * lookups are exact at every distance on four 16-bit bands: simhash_near_duplicates() is now a C
+--     function that probes each band index at the values within a radius of the query's band
+--     (generalized pigeonhole) and checks the fingerprint on the index entries;
+--   * simhash_attach() keeps four bands for every max_distance (0 to 16), with indexes that INCLUDE
+--     the fingerprint; tables attached before keep their bands and indexes and stay exact;
+--   * simhash_near_duplicates_sql() writes the same probe plan as SQL; new simhash_probes();
+--   * simhash_row_table() is gone (the lookups find the table from the row type themselves).
+-- Stored fingerprints, band columns, indexes and triggers are unchanged.
+\echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.3.0'" to load this file. \quit
+
+CREATE  FUNCTION "simhash_probes"(
+	"fingerprint" bigint, /* i64 */
+	"max_distance" INT, /* i32 */
+	"nbands" INT DEFAULT 4 /* i32 */
+) RETURNS TABLE (
+	"band" INT,  /* i32 */
+	"radius" INT,  /* i32 */
+	"probe_values" INT[]  /* Vec < i32 > */
+)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_probes_wrapper';
+
+CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 3,
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'word',
+                               shingle int DEFAULT 1, weighting text DEFAULT 'tf',
+                               stopwords boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+-- Let the fingerprinting scan below use parallel workers (max_parallel_workers_per_gather of them).
+SET parallel_setup_cost = 0
+SET parallel_tuple_cost = 0
+SET min_parallel_table_scan_size = 0
+AS $$
+DECLARE
+  nbands int;
+  fp name := text_column || '_simhash';
+  kind "char";
+  column_type regtype;
+  key_type text := 'text';
+  bands text;
+BEGIN
+  IF table_name IS NULL OR text_column IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  IF max_distance IS NULL OR max_distance < 0 OR max_distance > 16 THEN
+    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 16',
+      coalesce(max_distance::text, 'NULL') USING ERRCODE = '22023';
+  END IF;
+  IF on_duplicate IS NULL OR on_duplicate NOT IN ('none', 'error', 'skip', 'flag') THEN
+    RAISE EXCEPTION 'invalid value for option "on_duplicate": %; allowed: ''none'', ''error'', ''skip'', ''flag''',
+      coalesce(quote_literal(on_duplicate), 'NULL') USING ERRCODE = '22023';
+  END IF;
+  IF tokenizer IS NULL OR shingle IS NULL OR weighting IS NULL OR stopwords IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach: fingerprint options must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  -- Checks the fingerprint options (raises 22023 naming a bad one).
+  PERFORM @extschema@.simhash('', tokenizer, shingle, weighting, stopwords);
+
+  SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = table_name;
+  IF kind <> 'r' THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is not an ordinary table', table_name
+      USING ERRCODE = '42809', HINT = 'Partitioned tables, views and foreign tables are not supported; attach each partition.';
+  END IF;
+  SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END::regtype INTO column_type
+  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+  WHERE a.attrelid = table_name AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+  IF column_type IS NULL THEN
+    RAISE EXCEPTION 'column "%" of relation "%" does not exist', text_column, table_name USING ERRCODE = '42703';
+  END IF;
+  IF column_type NOT IN ('text'::regtype, 'character varying'::regtype, 'character'::regtype) THEN
+    RAISE EXCEPTION 'simhash_attach: column "%" has type %, not text', text_column, column_type
+      USING ERRCODE = '42804', HINT = 'Attach a text, varchar or char column.';
+  END IF;
+  IF EXISTS (SELECT FROM @extschema@.simhash_attachments() s
+             WHERE s.table_name = simhash_attach.table_name AND s.text_column = simhash_attach.text_column) THEN
+    RAISE EXCEPTION 'column "%" of "%" is already attached', text_column, table_name
+      USING ERRCODE = '42710', HINT = 'Detach it first with simhash_detach().';
+  END IF;
+  IF octet_length(text_column) > 63 - length('_duplicate_of') THEN
+    RAISE EXCEPTION 'simhash_attach: column name "%" is too long to derive column names from', text_column
+      USING ERRCODE = '42622';
+  END IF;
+
+  -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
+  -- radius of the query's (generalized pigeonhole, src/search.rs).
+  nbands := 4;
+  IF on_duplicate = 'flag' AND (SELECT count(*) FROM @extschema@.simhash_primary_key(table_name)) = 1 THEN
+    SELECT p.atttype INTO key_type FROM @extschema@.simhash_primary_key(table_name) p;
+  END IF;
+
+  -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
+  -- the band columns are generated from it.
+  EXECUTE format('ALTER TABLE %s ADD COLUMN %I bigint', table_name, fp);
+  -- A read-only scan can run in parallel where an UPDATE cannot; the table is locked since the
+  -- ALTER TABLE, so the row ctids stay valid.
+  EXECUTE format('CREATE TEMP TABLE simhash_attach_fill AS '
+                 'SELECT ctid AS row_id, @extschema@.simhash(%I, %L, %s, %L, %L) AS fp FROM ONLY %s',
+                 text_column, tokenizer, shingle, weighting, stopwords, table_name);
+  EXECUTE format('UPDATE ONLY %s t SET %I = f.fp FROM simhash_attach_fill f '
+                 'WHERE t.ctid = f.row_id AND f.fp IS NOT NULL', table_name, fp);
+  DROP TABLE simhash_attach_fill;
+  SELECT string_agg(format('ADD COLUMN %I int GENERATED ALWAYS AS (@extschema@.simhash_band(%I, %s, %s)) STORED',
+                           text_column || '_band' || i, fp, i, nbands), ', ' ORDER BY i)
+  INTO bands FROM generate_series(0, nbands - 1) i;
+  IF on_duplicate = 'flag' THEN
+    bands := bands || format(', ADD COLUMN %I %s', text_column || '_duplicate_of', key_type);
+  END IF;
+  EXECUTE format('ALTER TABLE %s %s', table_name, bands);
+  FOR i IN 0 .. nbands - 1 LOOP
+    -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
+    EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, text_column || '_band' || i, fp);
+  END LOOP;
+  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
+                 'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L)',
+                 'simhash_' || text_column, table_name, text_column, nbands, max_distance, on_duplicate,
+                 tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END);
+END
+$$;
+COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean) IS
+  'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table';
+
+CREATE OR REPLACE FUNCTION simhash_near_duplicates_sql(table_name regclass, fingerprint bigint,
+                                            max_distance int DEFAULT NULL, text_column name DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := @extschema@.simhash_find_attachment(table_name, text_column);
+  k int := coalesce(max_distance, att.max_distance);
+  nbands int := cardinality(att.band_columns);
+  branches text[] := '{}';
+  earlier text := '';
+  p record;
+BEGIN
+  IF k < 0 OR k > 64 THEN
+    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 64', k
+      USING ERRCODE = '22023';
+  END IF;
+  IF fingerprint IS NULL THEN
+    RETURN NULL;
+  END IF;
+  -- The probe plan of simhash_near_duplicates(): band i at the values within radius t_i of the
+  -- query's, checked on the fingerprint the index entries hold (index-only scans); a fingerprint is
+  -- taken from the first band within its radius only. The rows are then fetched by band and value.
+  FOR p IN SELECT * FROM @extschema@.simhash_probes(fingerprint, k, nbands) ORDER BY band LOOP
+    branches := branches || format('SELECT t.%1$I AS fp FROM ONLY %2$s t WHERE t.%3$I = ANY (%4$L::int[]) '
+                                   'AND @extschema@.hamming(t.%1$I, %5$s) <= %6$s%7$s',
+      att.fingerprint_column, att.table_name, att.band_columns[p.band + 1], p.probe_values, fingerprint, k, earlier);
+    earlier := earlier || format(' AND @extschema@.hamming(@extschema@.simhash_band(t.%I, %s, %s), %s) > %s',
+      att.fingerprint_column, p.band, nbands, @extschema@.simhash_band(fingerprint, p.band, nbands), p.radius);
+  END LOOP;
+  IF cardinality(branches) = 0 THEN
+    -- Too far for the bands to pay: a scan.
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM ONLY %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s ORDER BY distance',
+                  att.fingerprint_column, fingerprint, att.table_name, k);
+  END IF;
+  RETURN format(E'SELECT t AS item, @extschema@.hamming(m.fp, %1$s) AS distance\nFROM (SELECT DISTINCT fp FROM (\n%2$s\n) c) m\n'
+                 'JOIN ONLY %3$s t ON t.%4$I = @extschema@.simhash_band(m.fp, 0, %5$s) AND t.%6$I = m.fp\nORDER BY distance',
+                fingerprint, array_to_string(branches, E'\nUNION ALL\n'), att.table_name, att.band_columns[1], nbands,
+                att.fingerprint_column);
+END
+$$;
+COMMENT ON FUNCTION simhash_near_duplicates_sql(regclass, bigint, int, name) IS
+  'The probe plan of simhash_near_duplicates() for a fingerprint, as an SQL query (for EXPLAIN)';
+
+CREATE OR REPLACE FUNCTION simhash_near_duplicates(rel anyelement, fingerprint bigint, max_distance int DEFAULT NULL,
+                                        text_column name DEFAULT NULL)
+RETURNS TABLE (item anyelement, distance int)
+LANGUAGE c STABLE ROWS 10
+AS 'MODULE_PATHNAME', 'simhash_near_duplicates_fingerprint';
+COMMENT ON FUNCTION simhash_near_duplicates(anyelement, bigint, int, name) IS
+  'Rows of an attached table within max_distance of a fingerprint, nearest first';
+
+CREATE OR REPLACE FUNCTION simhash_near_duplicates(rel anyelement, doc text, max_distance int DEFAULT NULL,
+                                        text_column name DEFAULT NULL)
+RETURNS TABLE (item anyelement, distance int)
+LANGUAGE c STABLE ROWS 10 COST 100
+AS 'MODULE_PATHNAME', 'simhash_near_duplicates_text';
+COMMENT ON FUNCTION simhash_near_duplicates(anyelement, text, int, name) IS
+  'Rows of an attached table within max_distance of a text (fingerprinted with the table''s options), nearest first';
+
+DROP FUNCTION simhash_row_table(anyelement);
