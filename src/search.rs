@@ -271,7 +271,7 @@ pub unsafe fn attachment_of(
     text_column: Option<&str>,
     ext_namespace: pg_sys::Oid,
 ) -> Attachment {
-    let table = relation_name(heap);
+    let table = qualified_name(heap);
     let mut found = Vec::new();
     let trigdesc = (*heap).trigdesc;
     if !trigdesc.is_null() {
@@ -324,6 +324,20 @@ unsafe fn is_simhash_trigger(func: pg_sys::Oid, ext_namespace: pg_sys::Oid) -> b
 /// `rel` must be an open relation.
 pub unsafe fn relation_name(rel: pg_sys::Relation) -> String {
     crate::text::server_to_utf8_lossy(CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()).to_bytes())
+}
+
+/// `schema.table`, each part quoted where needed, as the attachment errors name tables.
+///
+/// # Safety
+/// `rel` must be an open relation.
+pub unsafe fn qualified_name(rel: pg_sys::Relation) -> String {
+    let namespace = pg_sys::get_namespace_name((*(*rel).rd_rel).relnamespace);
+    let schema = crate::text::server_to_utf8_lossy(CStr::from_ptr(namespace).to_bytes());
+    format!(
+        "{}.{}",
+        pgrx::spi::quote_identifier(&schema),
+        pgrx::spi::quote_identifier(&relation_name(rel))
+    )
 }
 
 /// The schema of the function being called (the extension's).

@@ -232,6 +232,10 @@ unsafe fn find_nearest(
     let heap = td.tg_relation;
     let relid = (*heap).rd_id;
     let trigger = &*td.tg_trigger;
+    // A new command id first, as a read-write SPI query would: rows written earlier in this
+    // statement (a multi-row INSERT) are then visible to the snapshot, which also sees every
+    // transaction committed while this one waited on the locks.
+    pg_sys::CommandCounterIncrement();
     let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
     let plan = ProbePlan::new(fp, att.max_distance, att.nbands).or_raise();
     let indexes = BandIndexes::open(heap, att, fp_attnum as i16);
