@@ -15,7 +15,7 @@ use pgrx::prelude::*;
 use simhash_core::pairs::{cluster_rows, group_identical, near_pairs, Progress, MAX_PAIR_DISTANCE};
 
 /// A `regclass` argument, so that `simhash_pairs('my_table')` resolves the name as PostgreSQL does.
-pub struct RegClass(pg_sys::Oid);
+pub struct RegClass(pub pg_sys::Oid);
 
 impl FromDatum for RegClass {
     unsafe fn from_polymorphic_datum(datum: pg_sys::Datum, is_null: bool, _: pg_sys::Oid) -> Option<Self> {

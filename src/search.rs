@@ -548,3 +548,66 @@ COMMENT ON FUNCTION simhash_near_duplicates(anyelement, text, int, name) IS
     name = "simhash_near_duplicates",
     requires = ["simhash_tables"]
 );
+
+/// What one lookup costs: band values probed, index entries read, heap tuples fetched, rows found.
+/// For tuning `max_distance` and for the benchmarks; the rows are those `simhash_near_duplicates()`
+/// returns.
+#[pg_extern(stable, parallel_safe)]
+fn simhash_lookup_cost(
+    table_name: crate::dedup::RegClass,
+    fingerprint: i64,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(probes, i64),
+        name!(candidates, i64),
+        name!(heap_fetches, i64),
+        name!(matches, i64),
+    ),
+> {
+    unsafe {
+        let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let namespace = Spi::get_one::<pg_sys::Oid>(
+            "SELECT extnamespace FROM pg_catalog.pg_extension WHERE extname = 'simhash_ext'",
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(pg_sys::InvalidOid);
+        let att = attachment_of(heap, text_column, namespace);
+        let plan = ProbePlan::new(
+            fingerprint as u64,
+            max_distance.unwrap_or(att.max_distance),
+            att.nbands,
+        )
+        .or_raise();
+        let fp_attnum = attnum_of((*heap).rd_att, &att.fingerprint_column()).unwrap_or_else(|| {
+            raise(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+                message: format!("column \"{}\" does not exist", att.fingerprint_column()),
+                detail: None,
+                hint: None,
+            })
+        });
+        let indexes = BandIndexes::open(heap, &att, fp_attnum);
+        let mut matches = 0i64;
+        let counts = search(
+            heap,
+            fp_attnum,
+            &indexes,
+            &plan,
+            pg_sys::GetActiveSnapshot(),
+            None,
+            &mut |_, _| matches += 1,
+        );
+        drop(indexes);
+        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+        TableIterator::once((
+            counts.probes as i64,
+            counts.candidates as i64,
+            counts.heap_fetches as i64,
+            matches,
+        ))
+    }
+}
