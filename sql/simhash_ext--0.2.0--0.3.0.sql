@@ -4,7 +4,8 @@
 --     (generalized pigeonhole) and checks the fingerprint on the index entries;
 --   * simhash_attach() keeps four bands for every max_distance (0 to 16), with indexes that INCLUDE
 --     the fingerprint; tables attached before keep their bands and indexes and stay exact;
---   * simhash_near_duplicates_sql() writes the same probe plan as SQL; new simhash_probes();
+--   * simhash_near_duplicates_sql() writes the same probe plan as SQL; new simhash_probes() and
+--     simhash_lookup_cost();
 --   * simhash_row_table() is gone (the lookups find the table from the row type themselves).
 -- Stored fingerprints, band columns, indexes and triggers are unchanged.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.3.0'" to load this file. \quit
@@ -21,6 +22,21 @@ CREATE  FUNCTION "simhash_probes"(
 IMMUTABLE STRICT PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_probes_wrapper';
+
+CREATE  FUNCTION "simhash_lookup_cost"(
+	"table_name" regclass, /* crate :: dedup :: RegClass */
+	"fingerprint" bigint, /* i64 */
+	"max_distance" INT DEFAULT NULL, /* Option < i32 > */
+	"text_column" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS TABLE (
+	"probes" bigint,  /* i64 */
+	"candidates" bigint,  /* i64 */
+	"heap_fetches" bigint,  /* i64 */
+	"matches" bigint  /* i64 */
+)
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_lookup_cost_wrapper';
 
 CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 3,
                                on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'word',

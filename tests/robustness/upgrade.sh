@@ -146,7 +146,7 @@ SQL
                        found AS (SELECT k, q.code, (n.item).code AS hit, n.distance
                                  FROM generate_series(0, 8) k, q, simhash_near_duplicates(NULL::notes, q.fp, k) n),
                        brute AS (SELECT k, q.code, n.code AS hit, hamming(n.note_simhash, q.fp) AS distance
-                                 FROM generate_series(0, 8) k, q JOIN notes n ON hamming(n.note_simhash, q.fp) <= k)
+                                 FROM generate_series(0, 8) k JOIN q ON true JOIN notes n ON hamming(n.note_simhash, q.fp) <= k)
                        SELECT (SELECT count(*) FROM found) > 1000,
                               (SELECT count(*) FROM (TABLE found EXCEPT TABLE brute) x) + (SELECT count(*) FROM (TABLE brute EXCEPT TABLE found) x)")" "t|0"
 
