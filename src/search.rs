@@ -111,6 +111,75 @@ pub fn attnum_of(tupdesc: pg_sys::TupleDesc, name: &str) -> Option<i16> {
     }
 }
 
+/// An index descent, in index entries read: what one more probed value costs beyond its entries.
+const PROBE_COST: f64 = 20.0;
+
+/// The probe plan for `query` within `k`. On four indexed bands of a table big enough for skew to
+/// matter, the radii are chosen from the sizes of the query's own band buckets (GPH): a band whose
+/// value is crowded (boilerplate, a common pattern) takes radius -1 and the others a larger one.
+/// Any such plan is exact; otherwise the radii are even.
+///
+/// # Safety
+/// `heap` must be open and locked, `snapshot` registered or active.
+pub unsafe fn plan_for(
+    heap: pg_sys::Relation,
+    indexes: &BandIndexes,
+    query: u64,
+    k: i32,
+    nbands: i32,
+    snapshot: pg_sys::Snapshot,
+) -> ProbePlan {
+    let even = ProbePlan::new(query, k, nbands).or_raise();
+    let Some(bands) = &indexes.0 else { return even };
+    if even.probes.is_none() || even.nbands > simhash_core::probe::MAX_CHOSEN_BANDS {
+        return even;
+    }
+    let (start, end) = simhash_core::bands::band_bits(0, even.nbands);
+    let average = f64::from((*(*heap).rd_rel).reltuples) / (1u64 << (end - start)) as f64;
+    if average < 1.0 {
+        return even;
+    }
+    // Counting stops once a bucket is clearly crowded: the choice needs no more.
+    let cap = (average * 64.0) as u64 + 64;
+    let centers: Vec<f64> = bands
+        .iter()
+        .enumerate()
+        .map(|(i, band)| {
+            let (start, end) = simhash_core::bands::band_bits(i as u32, even.nbands);
+            let value = ((query >> start) & ((1u64 << (end - start)) - 1)) as i32;
+            count_entries(heap, band.index, value, cap, snapshot) as f64
+        })
+        .collect();
+    let radii = simhash_core::probe::choose_radii(even.k, even.nbands, &centers, average, PROBE_COST);
+    ProbePlan::with_radii(query, k, nbands, &radii).or_raise()
+}
+
+/// Index entries equal to `value`, counted up to `cap`.
+unsafe fn count_entries(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    value: i32,
+    cap: u64,
+    snapshot: pg_sys::Snapshot,
+) -> u64 {
+    let scan = pg_sys::index_beginscan(heap, index, snapshot, 1, 0);
+    let mut key = pg_sys::ScanKeyData::default();
+    pg_sys::ScanKeyInit(
+        &mut key,
+        1,
+        pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+        pg_sys::Oid::from(pg_sys::F_INT4EQ),
+        pg_sys::Datum::from(value),
+    );
+    pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
+    let mut n = 0;
+    while n < cap && !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null() {
+        n += 1;
+    }
+    pg_sys::index_endscan(scan);
+    n
+}
+
 /// What a search counts, for tests and benchmarks.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Counts {
@@ -411,8 +480,9 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
     } else {
         Some(arg(fcinfo, 1).value() as i64 as u64)
     };
-    let plan = ProbePlan::new(query.unwrap_or(0), k, att.nbands).or_raise();
-    let Some(_) = query else {
+    // Checks k (22023) even when there is no fingerprint to look up.
+    ProbePlan::new(query.unwrap_or(0), k, att.nbands).or_raise();
+    let Some(query) = query else {
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         return pg_sys::Datum::from(0);
     };
@@ -429,6 +499,8 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         })
     });
     let indexes = BandIndexes::open(heap, &att, fp_attnum);
+    let snapshot = pg_sys::GetActiveSnapshot();
+    let plan = plan_for(heap, &indexes, query, k, att.nbands, snapshot);
     let mut found: Vec<(u32, pg_sys::ItemPointerData, pg_sys::Datum)> = Vec::new();
     let tupdesc = (*heap).rd_att;
     search(
@@ -436,7 +508,7 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         fp_attnum,
         &indexes,
         &plan,
-        pg_sys::GetActiveSnapshot(),
+        snapshot,
         None,
         &mut |distance, slot| {
             let mut should_free = false;
@@ -576,12 +648,7 @@ fn simhash_lookup_cost(
         .flatten()
         .unwrap_or(pg_sys::InvalidOid);
         let att = attachment_of(heap, text_column, namespace);
-        let plan = ProbePlan::new(
-            fingerprint as u64,
-            max_distance.unwrap_or(att.max_distance),
-            att.nbands,
-        )
-        .or_raise();
+
         let fp_attnum = attnum_of((*heap).rd_att, &att.fingerprint_column()).unwrap_or_else(|| {
             raise(EncodedError {
                 code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
@@ -591,16 +658,13 @@ fn simhash_lookup_cost(
             })
         });
         let indexes = BandIndexes::open(heap, &att, fp_attnum);
+        let snapshot = pg_sys::GetActiveSnapshot();
+        let k = max_distance.unwrap_or(att.max_distance);
+        let plan = plan_for(heap, &indexes, fingerprint as u64, k, att.nbands, snapshot);
         let mut matches = 0i64;
-        let counts = search(
-            heap,
-            fp_attnum,
-            &indexes,
-            &plan,
-            pg_sys::GetActiveSnapshot(),
-            None,
-            &mut |_, _| matches += 1,
-        );
+        let counts = search(heap, fp_attnum, &indexes, &plan, snapshot, None, &mut |_, _| {
+            matches += 1
+        });
         drop(indexes);
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         TableIterator::once((

@@ -12,9 +12,8 @@ use pgrx::prelude::*;
 use simhash_core::{Chunking, Options};
 
 use crate::errors::{raise, EncodedError, OrRaise};
-use crate::search::{search, BandIndexes};
+use crate::search::{plan_for, search, BandIndexes};
 use crate::text::{server_to_utf8_lossy, utf8_to_server, Text};
-use simhash_core::probe::ProbePlan;
 
 /// Fingerprints the trigger has computed in this backend: tests use it to show one per row write.
 pub static FINGERPRINTS_COMPUTED: AtomicU64 = AtomicU64::new(0);
@@ -237,8 +236,8 @@ unsafe fn find_nearest(
     // transaction committed while this one waited on the locks.
     pg_sys::CommandCounterIncrement();
     let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
-    let plan = ProbePlan::new(fp, att.max_distance, att.nbands).or_raise();
     let indexes = BandIndexes::open(heap, att, fp_attnum as i16);
+    let plan = plan_for(heap, &indexes, fp, att.max_distance, att.nbands, snapshot);
     let mut best: Option<(u32, pg_sys::ItemPointerData)> = None;
     search(
         heap,

@@ -128,6 +128,43 @@ impl ProbePlan {
         })
     }
 
+    /// The plan with the given radii (any radii >= -1 that sum to k - n + 1 are exact), for the
+    /// lookups that choose them from the bucket sizes ([`choose_radii`]).
+    pub fn with_radii(query: u64, k: i32, nbands: i32, radii: &[i32]) -> Result<ProbePlan, OptionError> {
+        let mut plan = ProbePlan::new(query, k, nbands)?;
+        let n = plan.nbands as usize;
+        if radii.len() != n
+            || radii.iter().any(|&t| t < -1)
+            || radii.iter().sum::<i32>() != plan.k as i32 - n as i32 + 1
+        {
+            return Err(OptionError::new(
+                "radii",
+                format!("{radii:?}"),
+                format!("{n} integers >= -1 summing to max_distance - {}", n - 1),
+            ));
+        }
+        if plan.probes.is_some() {
+            plan.probes = Some(
+                radii
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &t)| {
+                        let (start, end) = band_bits(i as u32, plan.nbands);
+                        let width = end - start;
+                        let value = ((query >> start) & ((1u64 << width) - 1)) as u32;
+                        BandProbe {
+                            band: i as u32,
+                            radius: t,
+                            values: neighbours(value, width, t),
+                        }
+                    })
+                    .collect(),
+            );
+        }
+        plan.radii = radii.to_vec();
+        Ok(plan)
+    }
+
     /// Total band values probed (0 for a scan).
     pub fn probe_count(&self) -> usize {
         self.probes
@@ -151,6 +188,54 @@ impl ProbePlan {
     pub fn accepts(&self, band: u32, fp: u64) -> Option<u32> {
         let d = hamming(fp, self.query);
         (d <= self.k && self.first_band(fp) == Some(band)).then_some(d)
+    }
+}
+
+/// Largest number of bands for which [`choose_radii`] weighs every allocation of the radii.
+pub const MAX_CHOSEN_BANDS: u32 = 4;
+
+/// Radii chosen from the bucket sizes (GPH, Qin et al.): `centers[i]` is the number of rows whose
+/// band i equals the query's, `average` the rows per band value of the table, `probe_cost` the cost of
+/// one index descent counted in index entries. The expected cost of band i at radius t is its centre
+/// bucket plus `average` for each other value of the ball, plus a descent per value; the allocation
+/// of the k+1 units with the least total wins, the even one on a tie. A crowded band then takes
+/// radius -1 and its neighbours a larger one. Only for up to [`MAX_CHOSEN_BANDS`] bands.
+pub fn choose_radii(k: u32, nbands: u32, centers: &[f64], average: f64, probe_cost: f64) -> Vec<i32> {
+    let even = radii(k, nbands);
+    if nbands > MAX_CHOSEN_BANDS || centers.len() != nbands as usize {
+        return even;
+    }
+    let cost = |t: &[i32]| -> f64 {
+        t.iter()
+            .enumerate()
+            .filter(|(_, &r)| r >= 0)
+            .map(|(i, &r)| {
+                let (start, end) = band_bits(i as u32, nbands);
+                let ball = ball_size(end - start, r) as f64;
+                centers[i] + (ball - 1.0) * average + ball * probe_cost
+            })
+            .sum()
+    };
+    let mut best = (cost(&even), even);
+    let mut t = vec![0i32; nbands as usize];
+    allocate(k as i32 + 1, 0, &mut t, &mut |t| {
+        let c = cost(t);
+        if c < best.0 {
+            best = (c, t.to_vec());
+        }
+    });
+    best.1
+}
+
+/// Calls `f` with every way of dealing `units` to the remaining bands (radius = units - 1).
+fn allocate(units: i32, band: usize, t: &mut Vec<i32>, f: &mut dyn FnMut(&[i32])) {
+    if band + 1 == t.len() {
+        t[band] = units - 1;
+        return f(t);
+    }
+    for u in 0..=units {
+        t[band] = u - 1;
+        allocate(units - u, band + 1, t, f);
     }
 }
 
@@ -249,6 +334,29 @@ mod tests {
         assert!(all.len() <= 256 * 9);
     }
 
+    #[test]
+    fn a_crowded_band_is_skipped() {
+        let even = choose_radii(7, 4, &[15.0; 4], 15.0, 5.0);
+        assert_eq!(even, vec![1, 1, 1, 1]);
+        let skewed = choose_radii(7, 4, &[15.0, 15.0, 20_000.0, 15.0], 15.0, 5.0);
+        assert_eq!(skewed[2], -1, "{skewed:?}");
+        assert_eq!(skewed.iter().sum::<i32>(), 4);
+        // k = 3: a crowded band costs more than 17 probes of another band at radius 1.
+        assert_eq!(choose_radii(3, 4, &[15.0, 15.0, 15.0, 5_000.0], 15.0, 5.0)[3], -1);
+        assert_eq!(
+            choose_radii(3, 4, &[15.0, 15.0, 15.0, 40.0], 15.0, 5.0),
+            vec![0; 4]
+        );
+        assert_eq!(
+            choose_radii(7, 8, &[1.0; 8], 1.0, 1.0),
+            radii(7, 8),
+            "more than 4 bands: even"
+        );
+        assert!(ProbePlan::with_radii(0, 7, 4, &[1, 1, 1]).is_err());
+        assert!(ProbePlan::with_radii(0, 7, 4, &[2, 2, 2, -2]).is_err());
+        assert!(ProbePlan::with_radii(0, 7, 4, &[3, 1, 1, -1]).is_ok());
+    }
+
     fn flipped(a: u64, flips: &[u32]) -> u64 {
         flips.iter().fold(a, |b, &f| b ^ (1 << f))
     }
@@ -273,6 +381,22 @@ mod tests {
             } else {
                 prop_assert!(reached.is_empty());
             }
+        }
+
+        // Any radii chosen from bucket sizes keep the lookup exact.
+        #[test]
+        fn chosen_radii_find_every_match_once(q: u64, flips in proptest::collection::vec(0u32..64, 0..12),
+                                              k in 0i32..=12, centers in proptest::collection::vec(0.0f64..50_000.0, 4)) {
+            let fp = flipped(q, &flips);
+            let radii = choose_radii(k as u32, 4, &centers, 15.0, 5.0);
+            let plan = ProbePlan::with_radii(q, k, 4, &radii).unwrap();
+            let Some(probes) = plan.probes.as_ref() else { return Ok(()) };
+            let reached = probes.iter().filter(|p| {
+                let (s, e) = band_bits(p.band, 4);
+                let v = ((fp >> s) & ((1u64 << (e - s)) - 1)) as i32;
+                p.values.binary_search(&v).is_ok() && plan.accepts(p.band, fp).is_some()
+            }).count();
+            prop_assert_eq!(reached, usize::from(hamming(fp, q) <= k as u32));
         }
 
         #[test]

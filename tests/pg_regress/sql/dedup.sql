@@ -35,6 +35,13 @@ SELECT distance, count(*) FROM pairs GROUP BY distance ORDER BY distance;
 SELECT (SELECT count(*) FROM simhash_pairs('crawl', max_distance => 6))
      = (SELECT count(*) FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 6)
        AS distance_6_exact,
+       (SELECT count(*) FROM (SELECT * FROM simhash_pairs('crawl', max_distance => 8)
+                              EXCEPT SELECT a.id::text, b.id::text, hamming(a.body_simhash, b.body_simhash)
+                                     FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 8) x)
+     + (SELECT count(*) FROM (SELECT a.id::text, b.id::text, hamming(a.body_simhash, b.body_simhash)
+                              FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 8
+                              EXCEPT SELECT * FROM simhash_pairs('crawl', max_distance => 8)) x)
+       AS distance_8_differences,
        (SELECT count(*) FROM simhash_pairs('crawl', 0))
      = (SELECT count(*) FROM crawl a JOIN crawl b ON a.id < b.id AND a.body_simhash = b.body_simhash)
        AS distance_0_exact;
