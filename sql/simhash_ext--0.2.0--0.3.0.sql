@@ -78,7 +78,7 @@ BEGIN
   SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = table_name;
   IF kind <> 'r' THEN
     RAISE EXCEPTION 'simhash_attach: "%" is not an ordinary table', table_name
-      USING ERRCODE = '42809', HINT = 'Partitioned tables, views and foreign tables are not supported; attach each partition.';
+      USING ERRCODE = '42809', HINT = 'Partitioned tables, views and foreign tables are not supported.';
   END IF;
   SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END::regtype INTO column_type
   FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
