@@ -16,6 +16,10 @@ ensure_tools
 log "cargo fmt --check"
 cargo fmt --all --check || failed+=(fmt)
 
+suites+=(release)
+log "release metadata (LICENSE, META.json, CHANGELOG.md agree with Cargo.toml)"
+python3 scripts/check_release.py || failed+=(release)
+
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings || failed+=(clippy)
 
