@@ -4,10 +4,11 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 
 use crate::error::{memory_low, OutOfMemory};
+use crate::fold::to_simplified;
 use crate::hash::{fmix64, Fnv1a64};
-use crate::idf::IdfTable;
+use crate::idf::{idf_v2, IdfTable};
 use crate::normalize::{chunks, normalize, Chunking};
-use crate::options::{Options, Weighting};
+use crate::options::{Fold, Options, Weighting};
 use crate::tokenize::{for_each_token, keep};
 
 /// One feature, as `simhash_features()` shows it.
@@ -187,7 +188,10 @@ fn for_each_feature(
             failed = Some(OutOfMemory { features: 0 });
             break;
         }
-        let normalized = normalize(chunk);
+        let mut normalized = normalize(chunk);
+        if options.fold == Fold::Simplified {
+            normalized = to_simplified(&normalized);
+        }
         for_each_token(&normalized, options.tokenizer, |token| {
             if failed.is_none() && keep(token, options.stopwords) {
                 shingler.push(token, &mut |f| {
@@ -298,8 +302,8 @@ pub fn try_fingerprint_with(
             counts.fingerprint()
         }
         // Float weights: summed per distinct feature in order of first occurrence, as SPEC §2 says.
-        Weighting::TfIdf => {
-            let idf = IdfTable::get();
+        Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf => {
+            let weighting = options.weighting;
             let mut index: HashMap<u64, usize> = HashMap::new();
             let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
             for_each_feature(text, options, chunking, interrupt, |f| {
@@ -309,11 +313,12 @@ pub fn try_fingerprint_with(
                     None => {
                         grow_map(&mut index)?;
                         grow_vec(&mut distinct)?;
-                        let token = match &f {
-                            FeatureRef::Token(t) => idf.idf(t),
-                            FeatureRef::Shingle(..) => idf.idf(&f.text()),
+                        let idf = match &f {
+                            FeatureRef::Token(t) => token_idf(weighting, t),
+                            FeatureRef::Shingle(..) if weighting == Weighting::LogTf => 1.0,
+                            FeatureRef::Shingle(..) => token_idf(weighting, &f.text()),
                         };
-                        distinct.push((h, 0, token));
+                        distinct.push((h, 0, idf));
                         index.insert(h, distinct.len() - 1);
                         distinct.len() - 1
                     }
@@ -321,10 +326,33 @@ pub fn try_fingerprint_with(
                 distinct[i].1 += 1;
                 Ok(())
             })?;
-            (!distinct.is_empty())
-                .then(|| accumulate(distinct.iter().map(|&(h, tf, idf)| (h, tf as f64 * idf))))
+            (!distinct.is_empty()).then(|| {
+                accumulate(
+                    distinct
+                        .iter()
+                        .map(|&(h, tf, idf)| (h, float_weight(weighting, tf as f64, idf))),
+                )
+            })
         }
     })
+}
+
+/// The IDF factor of one token under a float weighting (1 for `'logtf'`).
+fn token_idf(weighting: Weighting, token: &str) -> f64 {
+    match weighting {
+        Weighting::TfIdf => IdfTable::get().idf(token),
+        Weighting::LogTfIdf => idf_v2(token),
+        Weighting::Tf | Weighting::Binary | Weighting::LogTf => 1.0,
+    }
+}
+
+/// The weight of a feature seen `tf` times whose IDF factor is `idf`. The same arithmetic serves
+/// [`fingerprint`] and [`features`], so that the features shown always add up to the fingerprint.
+fn float_weight(weighting: Weighting, tf: f64, idf: f64) -> f64 {
+    match weighting {
+        Weighting::LogTf | Weighting::LogTfIdf => (1.0 + tf.ln()) * idf,
+        Weighting::Tf | Weighting::Binary | Weighting::TfIdf => tf * idf,
+    }
 }
 
 /// The distinct features of `text` with their weights and hashes, in order of first occurrence.
@@ -374,9 +402,10 @@ pub fn try_features(
     match options.weighting {
         Weighting::Tf => {}
         Weighting::Binary => out.iter_mut().for_each(|f| f.weight = 1.0),
-        Weighting::TfIdf => {
-            let idf = IdfTable::get();
-            out.iter_mut().for_each(|f| f.weight *= idf.idf(&f.text));
+        Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf => {
+            let w = options.weighting;
+            out.iter_mut()
+                .for_each(|f| f.weight = float_weight(w, f.weight, token_idf(w, &f.text)));
         }
     }
     Ok(out)
@@ -389,12 +418,24 @@ mod tests {
     use crate::options::Tokenizer;
     use proptest::prelude::*;
 
+    /// The defaults of 0.2.0, spelled out: the golden vectors of SPEC §2 were taken with them, and
+    /// a change of `Options::default()` must not move them.
+    fn v1() -> Options {
+        Options {
+            tokenizer: Tokenizer::Word,
+            shingle: 1,
+            weighting: Weighting::Tf,
+            stopwords: false,
+            fold: Fold::None,
+        }
+    }
+
     fn char_opts(shingle: usize) -> Options {
         Options {
             tokenizer: Tokenizer::Char,
             shingle,
             stopwords: false,
-            ..Options::default()
+            ..v1()
         }
     }
 
@@ -430,21 +471,22 @@ mod tests {
         let char_stop = Options {
             tokenizer: Tokenizer::Char,
             stopwords: true,
-            ..Options::default()
+            ..v1()
         };
         let jieba_stop = Options {
             tokenizer: Tokenizer::Jieba,
             stopwords: true,
-            ..Options::default()
+            ..v1()
         };
         assert_eq!(fingerprint("!!!", &char_stop), None);
         assert_eq!(fingerprint("", &Options::default()), None);
         assert_eq!(fingerprint("，。！", &Options::default()), None);
+        assert_eq!(fingerprint("", &v1()), None);
         assert_eq!(fingerprint("的了是", &jieba_stop), None);
         assert_eq!(fingerprint("the of and", &jieba_stop), None);
         assert!(
-            fingerprint("the of and", &Options::default()).is_some(),
-            "stop words are kept by default"
+            fingerprint("the of and", &v1()).is_some(),
+            "stop words are kept unless asked"
         );
     }
 
@@ -458,7 +500,7 @@ mod tests {
             &Options {
                 tokenizer: Tokenizer::Word,
                 shingle: 3,
-                ..Options::default()
+                ..v1()
             },
             &mut || {},
         );
@@ -471,7 +513,7 @@ mod tests {
             tokenizer: Tokenizer::Word,
             shingle: 2,
             stopwords: false,
-            ..Options::default()
+            ..v1()
         };
         let texts: Vec<String> = features("one two three", &words, &mut || {})
             .into_iter()
@@ -492,7 +534,7 @@ mod tests {
             &Options {
                 tokenizer: Tokenizer::Word,
                 stopwords: false,
-                ..Options::default()
+                ..v1()
             },
             &mut || {},
         );
@@ -501,7 +543,7 @@ mod tests {
             tokenizer: Tokenizer::Word,
             weighting: Weighting::Binary,
             stopwords: false,
-            ..Options::default()
+            ..v1()
         };
         assert!(features("a b a", &bin, &mut || {})
             .iter()
@@ -509,7 +551,7 @@ mod tests {
         let tfidf = Options {
             tokenizer: Tokenizer::Jieba,
             weighting: Weighting::TfIdf,
-            ..Options::default()
+            ..v1()
         };
         let f = features("新闻 新闻 天气", &tfidf, &mut || {});
         assert_eq!(f[0].weight, 2.0 * IdfTable::get().idf("新闻"));
@@ -547,6 +589,22 @@ mod tests {
                         shingle,
                         weighting,
                         stopwords,
+                        fold: Fold::None,
+                    });
+                }
+            }
+            for (shingle, weighting) in [
+                (1, Weighting::LogTf),
+                (2, Weighting::LogTf),
+                (1, Weighting::LogTfIdf),
+            ] {
+                for (stopwords, fold) in [(false, Fold::None), (true, Fold::Simplified)] {
+                    out.push(Options {
+                        tokenizer,
+                        shingle,
+                        weighting,
+                        stopwords,
+                        fold,
                     });
                 }
             }
@@ -558,13 +616,7 @@ mod tests {
     fn small_edit_moves_few_bits_unrelated_texts_are_far() {
         let zh = include_str!("../../tests/data/long_zh.txt");
         let en = include_str!("../../tests/data/long_en.txt");
-        for opts in [
-            Options::default(),
-            Options {
-                tokenizer: Tokenizer::Word,
-                ..Options::default()
-            },
-        ] {
+        for opts in [v1(), Options::default()] {
             for doc in [zh, en] {
                 let edited = doc
                     .replacen("。", "，据报道。", 1)

@@ -41,17 +41,71 @@ pub enum Weighting {
     Binary,
     /// Occurrences times jieba-rs's IDF (median IDF for unknown tokens); `shingle = 1` only.
     TfIdf,
+    /// Sublinear term frequency, `1 + ln(tf)` (algorithm v2).
+    LogTf,
+    /// `(1 + ln(tf)) × IDF` with an IDF for English and Chinese (algorithm v2, [`crate::idf::idf_v2`]);
+    /// `shingle = 1` only.
+    LogTfIdf,
 }
 
 impl Weighting {
-    pub const ALLOWED: &'static str = "'tf', 'binary', 'tfidf'";
+    pub const ALLOWED: &'static str = "'tf', 'binary', 'tfidf', 'logtf', 'logtfidf'";
 
     pub fn parse(name: &str) -> Result<Self, OptionError> {
         match name {
             "tf" => Ok(Weighting::Tf),
             "binary" => Ok(Weighting::Binary),
             "tfidf" => Ok(Weighting::TfIdf),
+            "logtf" => Ok(Weighting::LogTf),
+            "logtfidf" => Ok(Weighting::LogTfIdf),
             other => Err(OptionError::new("weighting", quote(other), Self::ALLOWED.into())),
+        }
+    }
+
+    /// Whether the weighting arrived with algorithm v2 (0.3.0); `fold => 'auto'` folds only for these,
+    /// so that every option combination of 0.2.0 keeps its fingerprint.
+    pub fn is_v2(self) -> bool {
+        matches!(self, Weighting::LogTf | Weighting::LogTfIdf)
+    }
+
+    /// Whether the weight of a feature is an IDF of one token, which needs `shingle = 1`.
+    fn needs_tokens(self) -> bool {
+        matches!(self, Weighting::TfIdf | Weighting::LogTfIdf)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Weighting::Tf => "tf",
+            Weighting::Binary => "binary",
+            Weighting::TfIdf => "tfidf",
+            Weighting::LogTf => "logtf",
+            Weighting::LogTfIdf => "logtfidf",
+        }
+    }
+}
+
+/// Folding of Chinese characters after normalization, before tokenizing (algorithm v2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fold {
+    /// Characters are tokenized as they are (every 0.2.0 fingerprint).
+    None,
+    /// Traditional characters become simplified ones (data/t2s/t2s.txt, from Unihan), so that a
+    /// text and its traditional-character conversion share their features.
+    Simplified,
+}
+
+impl Fold {
+    pub const ALLOWED: &'static str = "'none', 'simplified', 'auto'";
+
+    /// `'auto'` is `'simplified'` with the weightings of algorithm v2 and `'none'` with those of
+    /// 0.2.0, so that a call naming only 0.2.0's options keeps 0.2.0's fingerprint.
+    pub fn parse(name: &str, weighting: Weighting) -> Result<Self, OptionError> {
+        match name {
+            "none" => Ok(Fold::None),
+            "simplified" => Ok(Fold::Simplified),
+            "auto" if weighting.is_v2() => Ok(Fold::Simplified),
+            "auto" => Ok(Fold::None),
+            other => Err(OptionError::new("fold", quote(other), Self::ALLOWED.into())),
         }
     }
 }
@@ -65,6 +119,7 @@ pub struct Options {
     pub shingle: usize,
     pub weighting: Weighting,
     pub stopwords: bool,
+    pub fold: Fold,
 }
 
 impl Default for Options {
@@ -77,17 +132,29 @@ impl Default for Options {
             shingle: 1,
             weighting: Weighting::Tf,
             stopwords: false,
+            fold: Fold::None,
         }
     }
 }
 
 impl Options {
-    /// Parses the SQL arguments, naming the first bad option and its allowed values.
+    /// Parses the four options of 0.2.0 with `fold => 'auto'`: what a call that names no fold gets.
     pub fn parse(
         tokenizer: &str,
         shingle: i32,
         weighting: &str,
         stopwords: bool,
+    ) -> Result<Self, OptionError> {
+        Self::parse_with_fold(tokenizer, shingle, weighting, stopwords, "auto")
+    }
+
+    /// Parses the SQL arguments, naming the first bad option and its allowed values.
+    pub fn parse_with_fold(
+        tokenizer: &str,
+        shingle: i32,
+        weighting: &str,
+        stopwords: bool,
+        fold: &str,
     ) -> Result<Self, OptionError> {
         let tokenizer = Tokenizer::parse(tokenizer)?;
         if !(1..=MAX_SHINGLE).contains(&shingle) {
@@ -98,18 +165,21 @@ impl Options {
             ));
         }
         let weighting = Weighting::parse(weighting)?;
-        if weighting == Weighting::TfIdf && shingle != 1 {
+        if weighting.needs_tokens() && shingle != 1 {
             return Err(OptionError::new(
                 "weighting",
-                format!("'tfidf' with shingle = {shingle}"),
-                "'tfidf' only with shingle = 1; 'tf' or 'binary' with any shingle".into(),
+                format!("'{}' with shingle = {shingle}", weighting.name()),
+                "'tfidf' and 'logtfidf' only with shingle = 1; 'tf', 'binary' and 'logtf' with any shingle"
+                    .into(),
             ));
         }
+        let fold = Fold::parse(fold, weighting)?;
         Ok(Options {
             tokenizer,
             shingle: shingle as usize,
             weighting,
             stopwords,
+            fold,
         })
     }
 }
