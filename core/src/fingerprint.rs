@@ -466,6 +466,108 @@ mod tests {
         }
     }
 
+    /// Golden vectors of the option values added by algorithm v2 (0.3.0). A change to any of these
+    /// breaks stored fingerprints: only a new option value may bring a new result.
+    #[test]
+    fn v2_golden_fingerprints() {
+        let opts = |spec: &str| {
+            let p: Vec<&str> = spec.split(':').collect();
+            Options::parse_with_fold(p[0], p[1].parse().unwrap(), p[2], p[3] == "true", p[4]).unwrap()
+        };
+        let fox = "The quick brown fox jumps over the lazy dog, and the dog sleeps.";
+        let tea_trad = "第十屆春茶節在龍井村開幕。";
+        let tea_simp = "第十届春茶节在龙井村开幕。";
+        let cases: [(&str, &str, i64); 14] = [
+            ("abc", "word:1:logtf:false:none", 3741276987793851837),
+            (
+                "我喜欢看电视，不喜欢看电影。",
+                "word:1:logtf:true:simplified",
+                -8228559130983144955,
+            ),
+            (
+                "我喜欢看电视，不喜欢看电影。",
+                "char:3:logtf:false:none",
+                -8534240120405747014,
+            ),
+            (
+                "我喜欢看电视，不喜欢看电影。",
+                "word:1:logtfidf:false:none",
+                -8300581540447653312,
+            ),
+            (
+                "我喜欢看电视，不喜欢看电影。",
+                "jieba:1:logtfidf:true:simplified",
+                -6181564507010977947,
+            ),
+            (fox, "word:1:logtf:false:none", -5028607265909118662),
+            (fox, "char:3:logtf:false:none", 266433100919334960),
+            (fox, "word:1:logtfidf:false:none", -5574248148229225158),
+            (fox, "word:1:logtfidf:true:simplified", -5569744549541378790),
+            (
+                "Hello, World!",
+                "word:1:logtfidf:true:simplified",
+                -1601765511430786492,
+            ),
+            (tea_trad, "word:1:tf:false:none", -4080185561920289520),
+            (tea_trad, "word:1:tf:false:simplified", 8025455009154221312),
+            (tea_simp, "word:1:tf:false:none", 8025455009154221312),
+            (tea_trad, "word:1:logtfidf:true:simplified", 8027707977199011084),
+        ];
+        for (text, spec, want) in cases {
+            assert_eq!(
+                signed(fingerprint(text, &opts(spec))),
+                Some(want),
+                "{text:?} {spec}"
+            );
+        }
+        // 'auto' folds with the weightings of v2 only; explicit 0.2.0 options never fold.
+        assert_eq!(opts("word:1:logtf:false:auto").fold, Fold::Simplified);
+        assert_eq!(opts("word:1:tf:false:auto").fold, Fold::None);
+        assert_eq!(opts("word:1:tfidf:false:auto").fold, Fold::None);
+        assert_eq!(
+            signed(fingerprint(
+                tea_trad,
+                &Options::parse("word", 1, "tf", false).unwrap()
+            )),
+            Some(-4080185561920289520)
+        );
+    }
+
+    /// The defaults of 0.3.0 (algorithm v2): `simhash(doc)` with no option. Frozen from 1.0 on.
+    #[test]
+    fn v2_default_golden_fingerprints() {
+        let d = Options::default();
+        let cases: [(&str, i64); 5] = [
+            ("我喜欢看电视，不喜欢看电影。", -6330183844472115355),
+            (
+                "The quick brown fox jumps over the lazy dog, and the dog sleeps.",
+                -5574248148229225158,
+            ),
+            ("第十屆春茶節在龍井村開幕。", -629448721867799331),
+            ("Hello, World!", -1601765511430786492),
+            ("abc", 3741276987793851837),
+        ];
+        for (text, want) in cases {
+            assert_eq!(signed(fingerprint(text, &d)), Some(want), "{text:?}");
+        }
+        assert_eq!(fingerprint("，。！", &d), None);
+    }
+
+    #[test]
+    fn logtf_weights_are_sublinear() {
+        let o = Options::parse_with_fold("word", 1, "logtf", false, "none").unwrap();
+        let f = features("a a a a b", &o, &mut || {});
+        assert_eq!(f[0].weight, 1.0 + 4f64.ln());
+        assert_eq!(f[1].weight, 1.0);
+        let o = Options::parse_with_fold("word", 1, "logtfidf", false, "none").unwrap();
+        let f = features("the the socket", &o, &mut || {});
+        assert_eq!(f[0].weight, (1.0 + 2f64.ln()) * crate::idf::idf_v2("the"));
+        assert!(
+            f[0].weight < f[1].weight,
+            "a frequent word weighs less than a rare one"
+        );
+    }
+
     #[test]
     fn no_features_means_no_fingerprint() {
         let char_stop = Options {

@@ -123,16 +123,18 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// The SQL defaults: Unicode words (each CJK ideograph a token), single tokens, term frequency,
-    /// stop words kept. Chosen by the accuracy benchmark (bench/README.md): the best mean F1 of
-    /// Chinese and English of the 42 configurations measured.
+    /// The SQL defaults of algorithm v2 (0.3.0): jieba words, single tokens, `(1 + ln tf) × IDF`
+    /// (English IDF from data/idf/en.txt, jieba's for Chinese), stop words kept, traditional Chinese
+    /// folded to simplified. Chosen by bench/spread.py (bench/results/accuracy.md): the only
+    /// candidates whose unrelated documents sit at least 29 bits apart on average in both Chinese and
+    /// English, and of those the one with the fewest false matches.
     fn default() -> Self {
         Options {
-            tokenizer: Tokenizer::Word,
+            tokenizer: Tokenizer::Jieba,
             shingle: 1,
-            weighting: Weighting::Tf,
+            weighting: Weighting::LogTfIdf,
             stopwords: false,
-            fold: Fold::None,
+            fold: Fold::Simplified,
         }
     }
 }
@@ -196,9 +198,25 @@ mod tests {
 
     #[test]
     fn defaults_parse() {
+        // What SQL passes when a call names no option.
+        assert_eq!(
+            Options::parse_with_fold("jieba", 1, "logtfidf", false, "auto").unwrap(),
+            Options::default()
+        );
+        assert_eq!(
+            Options::parse("jieba", 1, "logtfidf", false).unwrap(),
+            Options::default()
+        );
+        // The 0.2.0 defaults, named explicitly, stay what they were: no folding.
         assert_eq!(
             Options::parse("word", 1, "tf", false).unwrap(),
-            Options::default()
+            Options {
+                tokenizer: Tokenizer::Word,
+                shingle: 1,
+                weighting: Weighting::Tf,
+                stopwords: false,
+                fold: Fold::None,
+            }
         );
     }
 
@@ -227,6 +245,29 @@ mod tests {
             Options::parse("Jieba", 1, "tf", true).is_err(),
             "option values are case-sensitive"
         );
+    }
+
+    #[test]
+    fn new_option_values_parse_and_bad_ones_are_named() {
+        let o = Options::parse_with_fold("word", 1, "logtfidf", true, "simplified").unwrap();
+        assert_eq!(
+            (o.weighting, o.stopwords, o.fold),
+            (Weighting::LogTfIdf, true, Fold::Simplified)
+        );
+        assert_eq!(
+            Options::parse_with_fold("char", 3, "logtf", false, "none")
+                .unwrap()
+                .weighting,
+            Weighting::LogTf
+        );
+        let e = Options::parse_with_fold("word", 1, "tf", false, "t2s").unwrap_err();
+        assert_eq!((e.option, e.value.as_str()), ("fold", "'t2s'"));
+        assert!(e.to_string().contains("'none', 'simplified', 'auto'"), "{e}");
+        let e = Options::parse_with_fold("word", 2, "logtfidf", false, "none").unwrap_err();
+        assert_eq!(e.option, "weighting");
+        assert!(e.to_string().contains("'logtfidf' with shingle = 2"), "{e}");
+        let e = Options::parse("word", 1, "bm25", false).unwrap_err();
+        assert!(e.to_string().contains("'logtf', 'logtfidf'"), "{e}");
     }
 
     #[test]
