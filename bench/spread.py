@@ -59,10 +59,14 @@ CONFIGS = [
     ("word logtfidf", "word:1:logtfidf:false:simplified"),
     ("word logtfidf+stop", "word:1:logtfidf:true:simplified"),
     ("word logtfidf+stop, no fold", "word:1:logtfidf:true:none"),
-    ("jieba logtfidf (0.3.0 default)", "jieba:1:logtfidf:false:simplified"),
+    ("jieba logtfidf", "jieba:1:logtfidf:false:simplified"),
     ("jieba logtfidf, no fold", "jieba:1:logtfidf:false:none"),
     ("jieba logtfidf+stop", "jieba:1:logtfidf:true:simplified"),
     ("char:2 logtf+stop", "char:2:logtf:true:simplified"),
+    ("bigram logtf", "bigram:1:logtf:false:simplified"),
+    ("bigram logtf+stop (0.3.0 default)", "bigram:1:logtf:true:simplified"),
+    ("bigram logtfidf", "bigram:1:logtfidf:false:simplified"),
+    ("bigram logtfidf+stop", "bigram:1:logtfidf:true:simplified"),
 ]
 SPECS = [s for _, s in CONFIGS]
 NAME = {s: n for n, s in CONFIGS}

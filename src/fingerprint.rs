@@ -28,10 +28,10 @@ pub(crate) fn check_interrupts() {
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash(
     doc: Text,
-    tokenizer: default!(Text, "'jieba'"),
+    tokenizer: default!(Text, "'bigram'"),
     shingle: default!(i32, 1),
-    weighting: default!(Text, "'logtfidf'"),
-    stopwords: default!(bool, false),
+    weighting: default!(Text, "'logtf'"),
+    stopwords: default!(bool, true),
     fold: default!(Text, "'auto'"),
 ) -> Option<i64> {
     let options = options(&tokenizer, shingle, &weighting, stopwords, &fold);
@@ -49,10 +49,10 @@ fn simhash(
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash_features(
     doc: Text,
-    tokenizer: default!(Text, "'jieba'"),
+    tokenizer: default!(Text, "'bigram'"),
     shingle: default!(i32, 1),
-    weighting: default!(Text, "'logtfidf'"),
-    stopwords: default!(bool, false),
+    weighting: default!(Text, "'logtf'"),
+    stopwords: default!(bool, true),
     fold: default!(Text, "'auto'"),
 ) -> TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))> {
     let options = options(&tokenizer, shingle, &weighting, stopwords, &fold);

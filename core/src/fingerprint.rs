@@ -520,6 +520,24 @@ mod tests {
                 "{text:?} {spec}"
             );
         }
+        let zh = "我喜欢看电视，不喜欢看电影。";
+        let bigram: [(&str, &str, i64); 8] = [
+            (zh, "bigram:1:tf:false:none", -8608658960352276736),
+            (zh, "bigram:1:logtf:true:simplified", -8608658943172268287),
+            (zh, "bigram:1:logtfidf:false:simplified", -8604157559748161663),
+            (zh, "bigram:2:logtf:false:none", -6864540741754487112),
+            (fox, "bigram:1:tf:false:none", -344863516004849358),
+            (tea_trad, "bigram:1:tf:false:none", -6552390274595274174),
+            (tea_trad, "bigram:1:logtf:true:simplified", -114935098876941618),
+            ("天", "bigram:1:logtfidf:false:simplified", 7589986550266253871),
+        ];
+        for (text, spec, want) in bigram {
+            assert_eq!(
+                signed(fingerprint(text, &opts(spec))),
+                Some(want),
+                "{text:?} {spec}"
+            );
+        }
         // 'auto' folds with the weightings of v2 only; explicit 0.2.0 options never fold.
         assert_eq!(opts("word:1:logtf:false:auto").fold, Fold::Simplified);
         assert_eq!(opts("word:1:tf:false:auto").fold, Fold::None);
@@ -537,20 +555,22 @@ mod tests {
     #[test]
     fn v2_default_golden_fingerprints() {
         let d = Options::default();
-        let cases: [(&str, i64); 5] = [
-            ("我喜欢看电视，不喜欢看电影。", -6330183844472115355),
+        let cases: [(&str, i64); 6] = [
+            ("我喜欢看电视，不喜欢看电影。", -8608658943172268287),
             (
                 "The quick brown fox jumps over the lazy dog, and the dog sleeps.",
-                -5574248148229225158,
+                -5569740159011059398,
             ),
-            ("第十屆春茶節在龍井村開幕。", -629448721867799331),
-            ("Hello, World!", -1601765511430786492),
+            ("第十屆春茶節在龍井村開幕。", -114935098876941618),
+            ("第十届春茶节在龙井村开幕。", -114935098876941618),
+            ("Hello, World!", -9096919401391583228),
             ("abc", 3741276987793851837),
         ];
         for (text, want) in cases {
             assert_eq!(signed(fingerprint(text, &d)), Some(want), "{text:?}");
         }
         assert_eq!(fingerprint("，。！", &d), None);
+        assert_eq!(fingerprint("the of and", &d), None, "stop words are dropped");
     }
 
     #[test]
@@ -677,7 +697,12 @@ mod tests {
 
     fn all_options() -> Vec<Options> {
         let mut out = Vec::new();
-        for tokenizer in [Tokenizer::Jieba, Tokenizer::Word, Tokenizer::Char] {
+        for tokenizer in [
+            Tokenizer::Jieba,
+            Tokenizer::Word,
+            Tokenizer::Char,
+            Tokenizer::Bigram,
+        ] {
             for (shingle, weighting) in [
                 (1, Weighting::Tf),
                 (1, Weighting::Binary),

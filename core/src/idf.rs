@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
+use crate::tokenize::is_han;
+
 /// The English IDF table of algorithm v2 (`weighting => 'logtfidf'`): see its header and
 /// scripts/build_idf_en.py. Part of the fingerprint contract, like the stop-word lists.
 const ENGLISH: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../data/idf/en.txt"));
@@ -56,11 +58,6 @@ impl EnglishIdf {
     pub fn is_empty(&self) -> bool {
         self.idf.is_empty()
     }
-}
-
-/// Whether a character is a Han ideograph (CJK Unified Ideographs, Extension A, Compatibility).
-fn is_han(c: char) -> bool {
-    matches!(c, '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}' | '\u{F900}'..='\u{FAFF}' | '\u{20000}'..='\u{3134F}')
 }
 
 /// The IDF of algorithm v2: a token with a Han character takes jieba-rs's IDF (its median when
