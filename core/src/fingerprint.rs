@@ -573,6 +573,38 @@ mod tests {
         assert_eq!(fingerprint("the of and", &d), None, "stop words are dropped");
     }
 
+    /// The README's quick start shows these features and values.
+    #[test]
+    fn readme_quick_start_values() {
+        let d = Options::default();
+        let f = features(
+            "The quick brown fox jumps over the lazy dog; the fox!",
+            &d,
+            &mut || {},
+        );
+        let shown: Vec<(&str, f64, i64)> = f
+            .iter()
+            .map(|f| (f.text.as_str(), f.weight, f.hash as i64))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("quick", 1.0, 9148514269595912874),
+                ("brown", 1.0, -995118609851735781),
+                ("fox", 1.6931471805599454, -7854895320768903824),
+                ("jumps", 1.0, -9077710534139511880),
+                ("lazy", 1.0, 4297505708964522031),
+                ("dog", 1.0, -900618828345260778),
+            ]
+        );
+        let zh = "北京地铁19号线今天开通，全长22公里。";
+        assert_eq!(signed(fingerprint(zh, &d)), Some(8232711524962543625));
+        assert_eq!(
+            fingerprint(zh, &d),
+            fingerprint("北京地铁19号线今天开通！全长22公里。", &d)
+        );
+    }
+
     #[test]
     fn logtf_weights_are_sublinear() {
         let o = Options::parse_with_fold("word", 1, "logtf", false, "none").unwrap();
