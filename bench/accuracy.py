@@ -257,7 +257,7 @@ def main():
     out.append(md_table(["configuration", "k", "mean F1", "F1 Chinese", "F1 English"],
                         [[label(c), k, f"{m:.3f}", f"{a:.2f}", f"{b:.2f}"] for m, c, k, a, b in top]))
     text = "\n".join(out)
-    write_result("accuracy.md", text)
+    write_result("accuracy_balanced.md", text)
     print(text)
 
 

@@ -168,7 +168,7 @@ def main():
             t = texts[r[0]][r[1]]
             out.append(f"  - {t[:90]!r}{'…' if len(t) > 90 else ''}")
     text = "\n".join(out)
-    write_result("bands.md", text)
+    write_result("bands_sql.md", text)
     print(text)
 
 

@@ -86,10 +86,12 @@ psql -h /tmp -p "$BENCH_PORT" -U postgres -qX -v ON_ERROR_STOP=1 \
 step "1. throughput (one core: taskset -c 0)"
 taskset -c 0 "$PY" "$BENCH/throughput.py"
 
-step "2. accuracy"
-"$PY" "$BENCH/accuracy.py"
+step "2-3. accuracy and spread of the candidate fingerprints (core crate, no server)"
+(cd "$BENCH/.." && cargo build --release -p simhash_core --example spread)
+"$PY" "$BENCH/spread.py"
 
-step "3. band skew"
+step "2b. balanced precision/recall and band skew through SQL (results/accuracy_balanced.md, bands_sql.md)"
+"$PY" "$BENCH/accuracy.py"
 "$PY" "$BENCH/bands.py"
 
 step "4. write cost"

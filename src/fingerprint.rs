@@ -7,9 +7,16 @@ use crate::errors::OrRaise;
 use crate::text::{ServerText, Text};
 
 /// Parses the options; first puts the allocator's emergency reserve in place (see `errors`).
-fn options(tokenizer: &Text, shingle: i32, weighting: &Text, stopwords: bool) -> Options {
+fn options(tokenizer: &Text, shingle: i32, weighting: &Text, stopwords: bool, fold: &Text) -> Options {
     crate::errors::arm_allocator();
-    Options::parse(&tokenizer.to_utf8(), shingle, &weighting.to_utf8(), stopwords).or_raise()
+    Options::parse_with_fold(
+        &tokenizer.to_utf8(),
+        shingle,
+        &weighting.to_utf8(),
+        stopwords,
+        &fold.to_utf8(),
+    )
+    .or_raise()
 }
 
 /// Lets `statement_timeout` and query cancel stop a long text between chunks.
@@ -21,12 +28,13 @@ pub(crate) fn check_interrupts() {
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash(
     doc: Text,
-    tokenizer: default!(Text, "'word'"),
+    tokenizer: default!(Text, "'bigram'"),
     shingle: default!(i32, 1),
-    weighting: default!(Text, "'tf'"),
-    stopwords: default!(bool, false),
+    weighting: default!(Text, "'logtf'"),
+    stopwords: default!(bool, true),
+    fold: default!(Text, "'auto'"),
 ) -> Option<i64> {
-    let options = options(&tokenizer, shingle, &weighting, stopwords);
+    let options = options(&tokenizer, shingle, &weighting, stopwords, &fold);
     simhash_core::try_fingerprint_with(
         &doc.to_utf8(),
         &options,
@@ -41,12 +49,13 @@ fn simhash(
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash_features(
     doc: Text,
-    tokenizer: default!(Text, "'word'"),
+    tokenizer: default!(Text, "'bigram'"),
     shingle: default!(i32, 1),
-    weighting: default!(Text, "'tf'"),
-    stopwords: default!(bool, false),
+    weighting: default!(Text, "'logtf'"),
+    stopwords: default!(bool, true),
+    fold: default!(Text, "'auto'"),
 ) -> TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))> {
-    let options = options(&tokenizer, shingle, &weighting, stopwords);
+    let options = options(&tokenizer, shingle, &weighting, stopwords, &fold);
     let features = simhash_core::try_features(&doc.to_utf8(), &options, &mut check_interrupts).or_raise();
     // Feature strings are UTF-8: they go back into the server encoding as they are returned.
     TableIterator::new(

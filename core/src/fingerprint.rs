@@ -4,10 +4,11 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 
 use crate::error::{memory_low, OutOfMemory};
+use crate::fold::to_simplified;
 use crate::hash::{fmix64, Fnv1a64};
-use crate::idf::IdfTable;
+use crate::idf::{idf_v2, IdfTable};
 use crate::normalize::{chunks, normalize, Chunking};
-use crate::options::{Options, Weighting};
+use crate::options::{Fold, Options, Weighting};
 use crate::tokenize::{for_each_token, keep};
 
 /// One feature, as `simhash_features()` shows it.
@@ -187,7 +188,10 @@ fn for_each_feature(
             failed = Some(OutOfMemory { features: 0 });
             break;
         }
-        let normalized = normalize(chunk);
+        let mut normalized = normalize(chunk);
+        if options.fold == Fold::Simplified {
+            normalized = to_simplified(&normalized);
+        }
         for_each_token(&normalized, options.tokenizer, |token| {
             if failed.is_none() && keep(token, options.stopwords) {
                 shingler.push(token, &mut |f| {
@@ -298,8 +302,8 @@ pub fn try_fingerprint_with(
             counts.fingerprint()
         }
         // Float weights: summed per distinct feature in order of first occurrence, as SPEC §2 says.
-        Weighting::TfIdf => {
-            let idf = IdfTable::get();
+        Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf => {
+            let weighting = options.weighting;
             let mut index: HashMap<u64, usize> = HashMap::new();
             let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
             for_each_feature(text, options, chunking, interrupt, |f| {
@@ -309,11 +313,12 @@ pub fn try_fingerprint_with(
                     None => {
                         grow_map(&mut index)?;
                         grow_vec(&mut distinct)?;
-                        let token = match &f {
-                            FeatureRef::Token(t) => idf.idf(t),
-                            FeatureRef::Shingle(..) => idf.idf(&f.text()),
+                        let idf = match &f {
+                            FeatureRef::Token(t) => token_idf(weighting, t),
+                            FeatureRef::Shingle(..) if weighting == Weighting::LogTf => 1.0,
+                            FeatureRef::Shingle(..) => token_idf(weighting, &f.text()),
                         };
-                        distinct.push((h, 0, token));
+                        distinct.push((h, 0, idf));
                         index.insert(h, distinct.len() - 1);
                         distinct.len() - 1
                     }
@@ -321,10 +326,33 @@ pub fn try_fingerprint_with(
                 distinct[i].1 += 1;
                 Ok(())
             })?;
-            (!distinct.is_empty())
-                .then(|| accumulate(distinct.iter().map(|&(h, tf, idf)| (h, tf as f64 * idf))))
+            (!distinct.is_empty()).then(|| {
+                accumulate(
+                    distinct
+                        .iter()
+                        .map(|&(h, tf, idf)| (h, float_weight(weighting, tf as f64, idf))),
+                )
+            })
         }
     })
+}
+
+/// The IDF factor of one token under a float weighting (1 for `'logtf'`).
+fn token_idf(weighting: Weighting, token: &str) -> f64 {
+    match weighting {
+        Weighting::TfIdf => IdfTable::get().idf(token),
+        Weighting::LogTfIdf => idf_v2(token),
+        Weighting::Tf | Weighting::Binary | Weighting::LogTf => 1.0,
+    }
+}
+
+/// The weight of a feature seen `tf` times whose IDF factor is `idf`. The same arithmetic serves
+/// [`fingerprint`] and [`features`], so that the features shown always add up to the fingerprint.
+fn float_weight(weighting: Weighting, tf: f64, idf: f64) -> f64 {
+    match weighting {
+        Weighting::LogTf | Weighting::LogTfIdf => (1.0 + tf.ln()) * idf,
+        Weighting::Tf | Weighting::Binary | Weighting::TfIdf => tf * idf,
+    }
 }
 
 /// The distinct features of `text` with their weights and hashes, in order of first occurrence.
@@ -374,9 +402,10 @@ pub fn try_features(
     match options.weighting {
         Weighting::Tf => {}
         Weighting::Binary => out.iter_mut().for_each(|f| f.weight = 1.0),
-        Weighting::TfIdf => {
-            let idf = IdfTable::get();
-            out.iter_mut().for_each(|f| f.weight *= idf.idf(&f.text));
+        Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf => {
+            let w = options.weighting;
+            out.iter_mut()
+                .for_each(|f| f.weight = float_weight(w, f.weight, token_idf(w, &f.text)));
         }
     }
     Ok(out)
@@ -389,12 +418,24 @@ mod tests {
     use crate::options::Tokenizer;
     use proptest::prelude::*;
 
+    /// The defaults of 0.2.0, spelled out: the golden vectors of SPEC §2 were taken with them, and
+    /// a change of `Options::default()` must not move them.
+    fn v1() -> Options {
+        Options {
+            tokenizer: Tokenizer::Word,
+            shingle: 1,
+            weighting: Weighting::Tf,
+            stopwords: false,
+            fold: Fold::None,
+        }
+    }
+
     fn char_opts(shingle: usize) -> Options {
         Options {
             tokenizer: Tokenizer::Char,
             shingle,
             stopwords: false,
-            ..Options::default()
+            ..v1()
         }
     }
 
@@ -425,26 +466,181 @@ mod tests {
         }
     }
 
+    /// Golden vectors of the option values added by algorithm v2 (0.3.0). A change to any of these
+    /// breaks stored fingerprints: only a new option value may bring a new result.
+    #[test]
+    fn v2_golden_fingerprints() {
+        let opts = |spec: &str| {
+            let p: Vec<&str> = spec.split(':').collect();
+            Options::parse_with_fold(p[0], p[1].parse().unwrap(), p[2], p[3] == "true", p[4]).unwrap()
+        };
+        let fox = "The quick brown fox jumps over the lazy dog, and the dog sleeps.";
+        let tea_trad = "第十屆春茶節在龍井村開幕。";
+        let tea_simp = "第十届春茶节在龙井村开幕。";
+        let cases: [(&str, &str, i64); 14] = [
+            ("abc", "word:1:logtf:false:none", 3741276987793851837),
+            (
+                "我喜欢看电视，不喜欢看电影。",
+                "word:1:logtf:true:simplified",
+                -8228559130983144955,
+            ),
+            (
+                "我喜欢看电视，不喜欢看电影。",
+                "char:3:logtf:false:none",
+                -8534240120405747014,
+            ),
+            (
+                "我喜欢看电视，不喜欢看电影。",
+                "word:1:logtfidf:false:none",
+                -8300581540447653312,
+            ),
+            (
+                "我喜欢看电视，不喜欢看电影。",
+                "jieba:1:logtfidf:true:simplified",
+                -6181564507010977947,
+            ),
+            (fox, "word:1:logtf:false:none", -5028607265909118662),
+            (fox, "char:3:logtf:false:none", 266433100919334960),
+            (fox, "word:1:logtfidf:false:none", -5574248148229225158),
+            (fox, "word:1:logtfidf:true:simplified", -5569744549541378790),
+            (
+                "Hello, World!",
+                "word:1:logtfidf:true:simplified",
+                -1601765511430786492,
+            ),
+            (tea_trad, "word:1:tf:false:none", -4080185561920289520),
+            (tea_trad, "word:1:tf:false:simplified", 8025455009154221312),
+            (tea_simp, "word:1:tf:false:none", 8025455009154221312),
+            (tea_trad, "word:1:logtfidf:true:simplified", 8027707977199011084),
+        ];
+        for (text, spec, want) in cases {
+            assert_eq!(
+                signed(fingerprint(text, &opts(spec))),
+                Some(want),
+                "{text:?} {spec}"
+            );
+        }
+        let zh = "我喜欢看电视，不喜欢看电影。";
+        let bigram: [(&str, &str, i64); 8] = [
+            (zh, "bigram:1:tf:false:none", -8608658960352276736),
+            (zh, "bigram:1:logtf:true:simplified", -8608658943172268287),
+            (zh, "bigram:1:logtfidf:false:simplified", -8604157559748161663),
+            (zh, "bigram:2:logtf:false:none", -6864540741754487112),
+            (fox, "bigram:1:tf:false:none", -344863516004849358),
+            (tea_trad, "bigram:1:tf:false:none", -6552390274595274174),
+            (tea_trad, "bigram:1:logtf:true:simplified", -114935098876941618),
+            ("天", "bigram:1:logtfidf:false:simplified", 7589986550266253871),
+        ];
+        for (text, spec, want) in bigram {
+            assert_eq!(
+                signed(fingerprint(text, &opts(spec))),
+                Some(want),
+                "{text:?} {spec}"
+            );
+        }
+        // 'auto' folds with the weightings of v2 only; explicit 0.2.0 options never fold.
+        assert_eq!(opts("word:1:logtf:false:auto").fold, Fold::Simplified);
+        assert_eq!(opts("word:1:tf:false:auto").fold, Fold::None);
+        assert_eq!(opts("word:1:tfidf:false:auto").fold, Fold::None);
+        assert_eq!(
+            signed(fingerprint(
+                tea_trad,
+                &Options::parse("word", 1, "tf", false).unwrap()
+            )),
+            Some(-4080185561920289520)
+        );
+    }
+
+    /// The defaults of 0.3.0 (algorithm v2): `simhash(doc)` with no option. Frozen from 1.0 on.
+    #[test]
+    fn v2_default_golden_fingerprints() {
+        let d = Options::default();
+        let cases: [(&str, i64); 6] = [
+            ("我喜欢看电视，不喜欢看电影。", -8608658943172268287),
+            (
+                "The quick brown fox jumps over the lazy dog, and the dog sleeps.",
+                -5569740159011059398,
+            ),
+            ("第十屆春茶節在龍井村開幕。", -114935098876941618),
+            ("第十届春茶节在龙井村开幕。", -114935098876941618),
+            ("Hello, World!", -9096919401391583228),
+            ("abc", 3741276987793851837),
+        ];
+        for (text, want) in cases {
+            assert_eq!(signed(fingerprint(text, &d)), Some(want), "{text:?}");
+        }
+        assert_eq!(fingerprint("，。！", &d), None);
+        assert_eq!(fingerprint("the of and", &d), None, "stop words are dropped");
+    }
+
+    /// The README's quick start shows these features and values.
+    #[test]
+    fn readme_quick_start_values() {
+        let d = Options::default();
+        let f = features(
+            "The quick brown fox jumps over the lazy dog; the fox!",
+            &d,
+            &mut || {},
+        );
+        let shown: Vec<(&str, f64, i64)> = f
+            .iter()
+            .map(|f| (f.text.as_str(), f.weight, f.hash as i64))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("quick", 1.0, 9148514269595912874),
+                ("brown", 1.0, -995118609851735781),
+                ("fox", 1.6931471805599454, -7854895320768903824),
+                ("jumps", 1.0, -9077710534139511880),
+                ("lazy", 1.0, 4297505708964522031),
+                ("dog", 1.0, -900618828345260778),
+            ]
+        );
+        let zh = "北京地铁19号线今天开通，全长22公里。";
+        assert_eq!(signed(fingerprint(zh, &d)), Some(8232711524962543625));
+        assert_eq!(
+            fingerprint(zh, &d),
+            fingerprint("北京地铁19号线今天开通！全长22公里。", &d)
+        );
+    }
+
+    #[test]
+    fn logtf_weights_are_sublinear() {
+        let o = Options::parse_with_fold("word", 1, "logtf", false, "none").unwrap();
+        let f = features("a a a a b", &o, &mut || {});
+        assert_eq!(f[0].weight, 1.0 + 4f64.ln());
+        assert_eq!(f[1].weight, 1.0);
+        let o = Options::parse_with_fold("word", 1, "logtfidf", false, "none").unwrap();
+        let f = features("the the socket", &o, &mut || {});
+        assert_eq!(f[0].weight, (1.0 + 2f64.ln()) * crate::idf::idf_v2("the"));
+        assert!(
+            f[0].weight < f[1].weight,
+            "a frequent word weighs less than a rare one"
+        );
+    }
+
     #[test]
     fn no_features_means_no_fingerprint() {
         let char_stop = Options {
             tokenizer: Tokenizer::Char,
             stopwords: true,
-            ..Options::default()
+            ..v1()
         };
         let jieba_stop = Options {
             tokenizer: Tokenizer::Jieba,
             stopwords: true,
-            ..Options::default()
+            ..v1()
         };
         assert_eq!(fingerprint("!!!", &char_stop), None);
         assert_eq!(fingerprint("", &Options::default()), None);
         assert_eq!(fingerprint("，。！", &Options::default()), None);
+        assert_eq!(fingerprint("", &v1()), None);
         assert_eq!(fingerprint("的了是", &jieba_stop), None);
         assert_eq!(fingerprint("the of and", &jieba_stop), None);
         assert!(
-            fingerprint("the of and", &Options::default()).is_some(),
-            "stop words are kept by default"
+            fingerprint("the of and", &v1()).is_some(),
+            "stop words are kept unless asked"
         );
     }
 
@@ -458,7 +654,7 @@ mod tests {
             &Options {
                 tokenizer: Tokenizer::Word,
                 shingle: 3,
-                ..Options::default()
+                ..v1()
             },
             &mut || {},
         );
@@ -471,7 +667,7 @@ mod tests {
             tokenizer: Tokenizer::Word,
             shingle: 2,
             stopwords: false,
-            ..Options::default()
+            ..v1()
         };
         let texts: Vec<String> = features("one two three", &words, &mut || {})
             .into_iter()
@@ -492,7 +688,7 @@ mod tests {
             &Options {
                 tokenizer: Tokenizer::Word,
                 stopwords: false,
-                ..Options::default()
+                ..v1()
             },
             &mut || {},
         );
@@ -501,7 +697,7 @@ mod tests {
             tokenizer: Tokenizer::Word,
             weighting: Weighting::Binary,
             stopwords: false,
-            ..Options::default()
+            ..v1()
         };
         assert!(features("a b a", &bin, &mut || {})
             .iter()
@@ -509,7 +705,7 @@ mod tests {
         let tfidf = Options {
             tokenizer: Tokenizer::Jieba,
             weighting: Weighting::TfIdf,
-            ..Options::default()
+            ..v1()
         };
         let f = features("新闻 新闻 天气", &tfidf, &mut || {});
         assert_eq!(f[0].weight, 2.0 * IdfTable::get().idf("新闻"));
@@ -533,7 +729,12 @@ mod tests {
 
     fn all_options() -> Vec<Options> {
         let mut out = Vec::new();
-        for tokenizer in [Tokenizer::Jieba, Tokenizer::Word, Tokenizer::Char] {
+        for tokenizer in [
+            Tokenizer::Jieba,
+            Tokenizer::Word,
+            Tokenizer::Char,
+            Tokenizer::Bigram,
+        ] {
             for (shingle, weighting) in [
                 (1, Weighting::Tf),
                 (1, Weighting::Binary),
@@ -547,6 +748,22 @@ mod tests {
                         shingle,
                         weighting,
                         stopwords,
+                        fold: Fold::None,
+                    });
+                }
+            }
+            for (shingle, weighting) in [
+                (1, Weighting::LogTf),
+                (2, Weighting::LogTf),
+                (1, Weighting::LogTfIdf),
+            ] {
+                for (stopwords, fold) in [(false, Fold::None), (true, Fold::Simplified)] {
+                    out.push(Options {
+                        tokenizer,
+                        shingle,
+                        weighting,
+                        stopwords,
+                        fold,
                     });
                 }
             }
@@ -558,13 +775,7 @@ mod tests {
     fn small_edit_moves_few_bits_unrelated_texts_are_far() {
         let zh = include_str!("../../tests/data/long_zh.txt");
         let en = include_str!("../../tests/data/long_en.txt");
-        for opts in [
-            Options::default(),
-            Options {
-                tokenizer: Tokenizer::Word,
-                ..Options::default()
-            },
-        ] {
+        for opts in [v1(), Options::default()] {
             for doc in [zh, en] {
                 let edited = doc
                     .replacen("。", "，据报道。", 1)

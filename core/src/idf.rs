@@ -7,6 +7,69 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
+use crate::tokenize::is_han;
+
+/// The English IDF table of algorithm v2 (`weighting => 'logtfidf'`): see its header and
+/// scripts/build_idf_en.py. Part of the fingerprint contract, like the stop-word lists.
+const ENGLISH: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../data/idf/en.txt"));
+
+/// English IDF by token, and the IDF given to a token without a Han character that the table lacks.
+pub struct EnglishIdf {
+    idf: HashMap<&'static str, f64>,
+    unknown: f64,
+}
+
+static ENGLISH_TABLE: LazyLock<EnglishIdf> = LazyLock::new(|| EnglishIdf::parse(ENGLISH));
+
+impl EnglishIdf {
+    pub fn get() -> &'static EnglishIdf {
+        &ENGLISH_TABLE
+    }
+
+    /// Lines `token TAB idf`; `#` starts a comment line. A malformed line is skipped (the committed
+    /// file has none: tested).
+    fn parse(text: &'static str) -> EnglishIdf {
+        let idf: HashMap<&'static str, f64> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (token, value) = l.split_once('\t')?;
+                Some((token, value.trim().parse().ok()?))
+            })
+            .collect();
+        // A word missing from the table is rarer than every listed one: it gets the largest IDF.
+        let unknown = idf.values().copied().fold(1.0, f64::max);
+        EnglishIdf { idf, unknown }
+    }
+
+    /// The IDF of a token, or the table's largest IDF for a token it lacks.
+    pub fn idf(&self, token: &str) -> f64 {
+        self.idf.get(token).copied().unwrap_or(self.unknown)
+    }
+
+    pub fn unknown(&self) -> f64 {
+        self.unknown
+    }
+
+    pub fn len(&self) -> usize {
+        self.idf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.idf.is_empty()
+    }
+}
+
+/// The IDF of algorithm v2: a token with a Han character takes jieba-rs's IDF (its median when
+/// jieba lacks it); any other token takes the English table's IDF (its largest when it lacks it).
+pub fn idf_v2(token: &str) -> f64 {
+    if token.chars().any(is_han) {
+        IdfTable::get().idf(token)
+    } else {
+        EnglishIdf::get().idf(token)
+    }
+}
+
 pub struct IdfTable {
     idf: HashMap<String, f64>,
     median: f64,
@@ -135,5 +198,27 @@ mod tests {
         assert!(checked >= 4, "only {checked} words could be compared");
         assert!(table.idf("新闻") > 0.0);
         assert_eq!(table.idf("xyzzy-not-a-word"), table.median());
+    }
+
+    #[test]
+    fn english_table_reads_every_line() {
+        let data_lines = ENGLISH.lines().filter(|l| !l.starts_with('#')).count();
+        let table = EnglishIdf::get();
+        assert_eq!(table.len(), data_lines, "a line of data/idf/en.txt did not parse");
+        assert!(table.len() > 5_000);
+        // Frequent words are damped, rare ones are not.
+        assert!(table.idf("the") < 0.5, "{}", table.idf("the"));
+        assert!(table.idf("of") < table.idf("function"));
+        assert!(table.idf("function") < table.idf("socket"));
+        assert_eq!(table.idf("xyzzyplugh"), table.unknown());
+        assert!(table.unknown() >= table.idf("socket"));
+    }
+
+    #[test]
+    fn v2_idf_picks_the_table_by_script() {
+        assert_eq!(idf_v2("the"), EnglishIdf::get().idf("the"));
+        assert_eq!(idf_v2("新闻"), IdfTable::get().idf("新闻"));
+        assert_eq!(idf_v2("新闻x"), IdfTable::get().median());
+        assert_eq!(idf_v2("3.14"), EnglishIdf::get().idf("3.14"));
     }
 }

@@ -4,6 +4,7 @@
 pub mod bands;
 pub mod error;
 pub mod fingerprint;
+pub mod fold;
 pub mod hash;
 pub mod idf;
 pub mod normalize;
@@ -19,4 +20,4 @@ pub use fingerprint::{
     accumulate, features, fingerprint, fingerprint_with, try_features, try_fingerprint_with, Feature,
 };
 pub use normalize::Chunking;
-pub use options::{Options, Tokenizer, Weighting};
+pub use options::{Fold, Options, Tokenizer, Weighting};

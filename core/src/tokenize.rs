@@ -38,7 +38,53 @@ pub fn for_each_token<'t>(text: &'t str, tokenizer: Tokenizer, mut f: impl FnMut
         Tokenizer::Char => text
             .char_indices()
             .for_each(|(i, c)| f(&text[i..i + c.len_utf8()])),
+        Tokenizer::Bigram => han_bigrams(text, f),
     }
+}
+
+/// Whether a character is a Han ideograph (the blocks jieba and the IDF tables know).
+pub fn is_han(c: char) -> bool {
+    matches!(c, '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}' | '\u{F900}'..='\u{FAFF}' | '\u{20000}'..='\u{3134F}')
+}
+
+/// `'bigram'`: UAX #29 words, where a run of Han characters (UAX #29 makes each one a word; any other
+/// token, a space included, ends the run) gives each pair of neighbours, or the character itself
+/// when the run has one. Every pair is a slice of the text, so chunking cannot change it: a chunk
+/// ends after a space or a CJK stop, which ends a run too.
+fn han_bigrams<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    // Byte range of the current run, and whether it has emitted a pair yet.
+    let mut run: Option<(usize, usize)> = None;
+    let mut prev: Option<usize> = None; // start of the run's last character
+    let mut paired = false;
+    let flush = |run: &mut Option<(usize, usize)>, paired: &mut bool, f: &mut dyn FnMut(&'t str)| {
+        if let Some((start, end)) = run.take() {
+            if !*paired {
+                f(&text[start..end]);
+            }
+        }
+        *paired = false;
+    };
+    for (i, token) in text.split_word_bound_indices() {
+        let mut chars = token.chars();
+        let single_han = matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c));
+        if single_han {
+            let end = i + token.len();
+            match (run, prev) {
+                (Some((start, _)), Some(p)) => {
+                    f(&text[p..end]);
+                    paired = true;
+                    run = Some((start, end));
+                }
+                _ => run = Some((i, end)),
+            }
+            prev = Some(i);
+        } else {
+            flush(&mut run, &mut paired, &mut f);
+            prev = None;
+            f(token);
+        }
+    }
+    flush(&mut run, &mut paired, &mut f);
 }
 
 /// Step 3: a token is kept when it has an alphanumeric character and is not a dropped stop word.
@@ -80,6 +126,21 @@ mod tests {
     #[test]
     fn char_gives_scalar_values_and_filters_punctuation() {
         assert_eq!(kept("a,b 中!", Tokenizer::Char, false), vec!["a", "b", "中"]);
+    }
+
+    #[test]
+    fn bigram_pairs_han_runs_and_keeps_words() {
+        assert_eq!(
+            kept("我们去北京, version 2.0 天 好的", Tokenizer::Bigram, false),
+            vec!["我们", "们去", "去北", "北京", "version", "2.0", "天", "好的"]
+        );
+        // Punctuation and spaces end a run; Latin text inside Chinese stays one word.
+        assert_eq!(
+            kept("中文，English中文", Tokenizer::Bigram, false),
+            vec!["中文", "English", "中文"]
+        );
+        assert_eq!(kept("", Tokenizer::Bigram, false), Vec::<&str>::new());
+        assert_eq!(kept("字", Tokenizer::Bigram, false), vec!["字"]);
     }
 
     #[test]

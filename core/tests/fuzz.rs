@@ -136,15 +136,15 @@ fn text() -> impl Strategy<Value = String> {
 
 fn tokenizer() -> impl Strategy<Value = String> {
     prop_oneof![
-        3 => prop::sample::select(vec!["jieba", "word", "char"]).prop_map(str::to_owned),
+        3 => prop::sample::select(vec!["jieba", "word", "char", "bigram"]).prop_map(str::to_owned),
         1 => any::<String>(),
-        1 => "(jieba|word|char)[ A-Z]?",
+        1 => "(jieba|word|char|bigram)[ A-Z]?",
     ]
 }
 
 fn weighting() -> impl Strategy<Value = String> {
     prop_oneof![
-        3 => prop::sample::select(vec!["tf", "binary", "tfidf"]).prop_map(str::to_owned),
+        3 => prop::sample::select(vec!["tf", "binary", "tfidf", "logtf", "logtfidf"]).prop_map(str::to_owned),
         1 => any::<String>(),
     ]
 }
