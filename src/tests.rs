@@ -236,6 +236,20 @@ mod tests {
         );
         assert!(!att.options.stopwords);
         assert_eq!(att.fingerprint_column(), "body_simhash");
+        assert_eq!(
+            att.options.fold,
+            simhash_core::options::Fold::None,
+            "8 arguments: fold 'auto'"
+        );
+        let folded = crate::trigger::Attachment::from_args(&strings(&[
+            "body", "4", "7", "error", "bigram", "1", "logtf", "true", "auto",
+        ]))
+        .expect("valid arguments of 0.3.0");
+        assert_eq!(folded.options.fold, simhash_core::options::Fold::Simplified);
+        assert!(crate::trigger::Attachment::from_args(&strings(&[
+            "body", "4", "7", "error", "bigram", "1", "logtf", "true", "sideways",
+        ]))
+        .is_none());
         assert!(crate::trigger::Attachment::from_args(&strings(&["body", "2", "3", "flag"])).is_none());
         assert!(crate::trigger::Attachment::from_args(&strings(&[
             "body", "4", "3", "reject", "jieba", "1", "tf", "true"

@@ -44,7 +44,8 @@ impl Mode {
 }
 
 /// One attached text column: the trigger's arguments, in the order `simhash_attach()` writes them:
-/// text column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords.
+/// text column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, and since 0.3.0
+/// fold (a trigger made before has 8 arguments and means fold 'auto').
 #[derive(Debug, Clone)]
 pub struct Attachment {
     pub text_column: String,
@@ -56,11 +57,20 @@ pub struct Attachment {
 
 impl Attachment {
     pub fn from_args(args: &[String]) -> Option<Attachment> {
-        let [text_column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords] = args else {
-            return None;
-        };
-        let options =
-            Options::parse(tokenizer, shingle.parse().ok()?, weighting, stopwords == "true").ok()?;
+        let (text_column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, fold) =
+            match args {
+                [c, n, k, m, t, s, w, st] => (c, n, k, m, t, s, w, st, "auto"),
+                [c, n, k, m, t, s, w, st, f] => (c, n, k, m, t, s, w, st, f.as_str()),
+                _ => return None,
+            };
+        let options = Options::parse_with_fold(
+            tokenizer,
+            shingle.parse().ok()?,
+            weighting,
+            stopwords == "true",
+            fold,
+        )
+        .ok()?;
         Some(Attachment {
             text_column: text_column.clone(),
             nbands: nbands.parse().ok().filter(|n| (3..=64).contains(n))?,

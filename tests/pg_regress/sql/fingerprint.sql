@@ -1,17 +1,19 @@
--- simhash() and simhash_features(): SPEC §2 golden vectors, every tokenizer and weighting, Chinese and English.
-SELECT simhash('abc', tokenizer => 'char', stopwords => false) AS abc,
-       simhash('ＡＢＣ', tokenizer => 'char', stopwords => false) AS full_width_abc,
-       simhash('aab', tokenizer => 'char', stopwords => false) AS aab,
-       simhash('Hello, World!', tokenizer => 'char', stopwords => false) AS hello;
-SELECT simhash('我喜欢看电视，不喜欢看电影。', tokenizer => 'char', stopwords => false) AS zh_char,
-       simhash('我喜欢看电视，不喜欢看电影。', tokenizer => 'char', shingle => 3, stopwords => false) AS zh_char3,
-       simhash('abcdef', tokenizer => 'char', shingle => 3, stopwords => false) AS abcdef3;
+-- simhash() and simhash_features(): SPEC §2 golden vectors (algorithm v1, options named), every tokenizer,
+-- weighting and fold of algorithm v2 with the 0.3.0 defaults, Chinese and English.
+SELECT simhash('abc', tokenizer => 'char', stopwords => false, weighting => 'tf') AS abc,
+       simhash('ＡＢＣ', tokenizer => 'char', stopwords => false, weighting => 'tf') AS full_width_abc,
+       simhash('aab', tokenizer => 'char', stopwords => false, weighting => 'tf') AS aab,
+       simhash('Hello, World!', tokenizer => 'char', stopwords => false, weighting => 'tf') AS hello;
+SELECT simhash('我喜欢看电视，不喜欢看电影。', tokenizer => 'char', stopwords => false, weighting => 'tf') AS zh_char,
+       simhash('我喜欢看电视，不喜欢看电影。', tokenizer => 'char', shingle => 3, stopwords => false, weighting => 'tf') AS zh_char3,
+       simhash('abcdef', tokenizer => 'char', shingle => 3, stopwords => false, weighting => 'tf') AS abcdef3;
 -- No features: empty, punctuation only, stop words only (when they are dropped).
 SELECT simhash('!!!', tokenizer => 'char') IS NULL AS punctuation,
        simhash('') IS NULL AS empty,
-       simhash('的了是在', stopwords => true) IS NULL AS zh_stop_words,
+       simhash('的了是在', tokenizer => 'word', stopwords => true) IS NULL AS zh_stop_words,
        simhash('The of AND', stopwords => true) IS NULL AS en_stop_words,
-       simhash('The of AND') IS NULL AS stop_words_kept_by_default;
+       simhash('The of AND') IS NULL AS stop_words_dropped_by_default,
+       simhash('The of AND', stopwords => false) IS NULL AS stop_words_kept_on_request;
 -- Every option combination on one mixed text, to pin the fingerprint contract.
 SELECT t.tokenizer, s.shingle, w.weighting, sw.stopwords,
        simhash('北京地铁 Line 19 今天开通，全长 22 公里。Beijing opened metro line 19 today.',
@@ -22,6 +24,20 @@ FROM (VALUES ('jieba'), ('word'), ('char')) t(tokenizer),
      (VALUES (true), (false)) sw(stopwords)
 WHERE w.weighting <> 'tfidf' OR s.shingle = 1
 ORDER BY 1, 2, 3, 4;
+-- Algorithm v2 (0.3.0): the bigram tokenizer, the sublinear weightings and folding, on the same text
+-- and on a traditional-character one; 'auto' folds with the v2 weightings only.
+SELECT t.tokenizer, w.weighting, f.fold,
+       simhash('北京地铁 Line 19 今天开通，全长 22 公里。Beijing opened metro line 19 today.',
+               t.tokenizer, 1, w.weighting, true, f.fold) AS fp,
+       simhash('北京地鐵 19 號線今天開通，全長 22 公里。', t.tokenizer, 1, w.weighting, true, f.fold) AS traditional_fp
+FROM (VALUES ('bigram'), ('word'), ('jieba')) t(tokenizer),
+     (VALUES ('tf'), ('logtf'), ('logtfidf')) w(weighting),
+     (VALUES ('none'), ('simplified'), ('auto')) f(fold)
+ORDER BY 1, 2, 3;
+-- The 0.3.0 defaults: bigram, 1, logtf, stop words dropped, fold 'auto' (so folded).
+SELECT simhash('我喜欢看电视，不喜欢看电影。') AS zh_default,
+       simhash('我喜欢看电视，不喜欢看电影。', 'bigram', 1, 'logtf', true, 'simplified') AS zh_spelled_out,
+       simhash('The quick brown fox jumps over the lazy dog; the fox!') AS en_default;
 -- Simplified and traditional Chinese share few features; case and width never matter.
 SELECT hamming(simhash('我们今天去图书馆看书，然后一起吃午饭。'),
                simhash('我們今天去圖書館看書，然後一起吃午飯。')) AS simplified_vs_traditional,
