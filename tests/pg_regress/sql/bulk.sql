@@ -2,7 +2,8 @@
 -- locks are hashed into 256 buckets per band, so one transaction holds at most 1,024 of them per table.
 SHOW max_locks_per_transaction;
 CREATE TABLE feed (id bigserial PRIMARY KEY, body text);
-SELECT simhash_attach('feed', 'body', on_duplicate => 'error');
+-- max_distance 3: random hex words are short texts, whose fingerprints can fall within 7 bits.
+SELECT simhash_attach('feed', 'body', max_distance => 3, on_duplicate => 'error');
 COPY (SELECT string_agg(md5(i::text || ':' || j), ' ') FROM generate_series(1, 100000) i, generate_series(1, 8) j GROUP BY i)
   TO '/tmp/simhash_ext_bulk.txt';
 BEGIN;

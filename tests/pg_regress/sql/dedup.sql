@@ -18,7 +18,7 @@ SELECT 4000 + i, CASE i % 3 WHEN 0 THEN body || ' 来源：本地新闻网'
 FROM crawl WHERE id % 6 = 0
 ORDER BY id LIMIT 600;
 INSERT INTO crawl VALUES (9001, NULL), (9002, '。。。');
-SELECT simhash_attach('crawl', 'body');
+SELECT simhash_attach('crawl', 'body', max_distance => 3);
 SELECT count(*) AS rows, count(body_simhash) AS fingerprinted FROM crawl;
 
 -- Pairs equal the brute-force scan exactly.
@@ -83,7 +83,7 @@ DROP TABLE crawl;
 
 -- Keys of other types: composite keys come out as row literals.
 CREATE TABLE pages (site int, path text, body text, PRIMARY KEY (site, path));
-SELECT simhash_attach('pages', 'body');
+SELECT simhash_attach('pages', 'body', max_distance => 3);
 INSERT INTO pages VALUES (1, '/a', 'Museum opens exhibit of hand-drawn harbor maps.'),
   (2, '/b', 'MUSEUM OPENS EXHIBIT OF HAND-DRAWN HARBOR MAPS!'), (1, '/c', 'Cranes return to the wetlands.');
 SELECT * FROM simhash_pairs('pages');
@@ -98,7 +98,7 @@ DROP TABLE pages;
 -- statement_timeout stops a long run promptly (SQLSTATE 57014).
 CREATE TABLE many (id int PRIMARY KEY, body text);
 INSERT INTO many SELECT i, md5(i::text) || ' ' || md5((i * 7)::text) FROM generate_series(1, 200000) i;
-SELECT simhash_attach('many', 'body');
+SELECT simhash_attach('many', 'body', max_distance => 3);
 SELECT clock_timestamp() AS started \gset
 SET statement_timeout = '20ms';
 SELECT count(*) FROM simhash_clusters('many');
@@ -111,7 +111,7 @@ CREATE TABLE plain (id int PRIMARY KEY, body text);
 \set include :abs_srcdir '/include/try.sql'
 \i :include
 SELECT pg_temp.try($$SELECT * FROM simhash_pairs('plain')$$) AS not_attached;
-SELECT simhash_attach('plain', 'body');
+SELECT simhash_attach('plain', 'body', max_distance => 3);
 SELECT pg_temp.try($$SELECT * FROM simhash_pairs('plain', max_distance => 17)$$) AS too_far,
        pg_temp.try($$SELECT * FROM simhash_clusters('plain', max_distance => -1)$$) AS negative,
        pg_temp.try($$SELECT * FROM simhash_pairs('no_such_table')$$) AS no_table;
