@@ -1,4 +1,7 @@
 -- simhash_ext 0.2.0 -> 0.3.0. DDL taken from `cargo pgrx schema pg15` of 0.3.0; not to be edited once released.
+--   * algorithm v2: tokenizer 'bigram', weightings 'logtf' and 'logtfidf', option fold; new defaults of
+--     simhash(), simhash_features() and simhash_attach() (max_distance 7); every explicit 0.2.0 option
+--     set keeps its fingerprint, and attached tables keep theirs (their trigger names their options);
 --   * lookups are exact at every distance on four 16-bit bands: simhash_near_duplicates() is now a C
 --     function that probes each band index at the values within a radius of the query's band
 --     (generalized pigeonhole) and checks the fingerprint on the index entries;
@@ -9,6 +12,60 @@
 --   * simhash_row_table() is gone (the lookups find the table from the row type themselves).
 -- Stored fingerprints, band columns, indexes and triggers are unchanged.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.3.0'" to load this file. \quit
+
+-- Algorithm v2: simhash() and simhash_features() take fold and have new defaults. The old signatures
+-- go; an object of yours that depends on them (an expression index on simhash(body)) stops this
+-- update: drop it, update, and create it again naming the options (README, Upgrading).
+DROP FUNCTION simhash(text, text, int, text, boolean);
+DROP FUNCTION simhash_features(text, text, int, text, boolean);
+DROP FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean);
+
+CREATE  FUNCTION "simhash"(
+	"doc" text, /* Text */
+	"tokenizer" text DEFAULT 'bigram', /* Text */
+	"shingle" INT DEFAULT 1, /* i32 */
+	"weighting" text DEFAULT 'logtf', /* Text */
+	"stopwords" bool DEFAULT true, /* bool */
+	"fold" text DEFAULT 'auto' /* Text */
+) RETURNS bigint /* Option < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE  COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_with_fold_wrapper';
+
+CREATE  FUNCTION "simhash_features"(
+	"doc" text, /* Text */
+	"tokenizer" text DEFAULT 'bigram', /* Text */
+	"shingle" INT DEFAULT 1, /* i32 */
+	"weighting" text DEFAULT 'logtf', /* Text */
+	"stopwords" bool DEFAULT true, /* bool */
+	"fold" text DEFAULT 'auto' /* Text */
+) RETURNS TABLE (
+	"feature" TEXT,  /* ServerText */
+	"weight" double precision,  /* f64 */
+	"hash" bigint  /* i64 */
+)
+IMMUTABLE STRICT PARALLEL SAFE  COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_features_with_fold_wrapper';
+
+ALTER TYPE simhash_attachment ADD ATTRIBUTE fold text;
+
+CREATE OR REPLACE FUNCTION simhash_attachments()
+RETURNS SETOF simhash_attachment
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT t.tgrelid::regclass, a[1]::name, (a[1] || '_simhash')::name,
+         ARRAY(SELECT (a[1] || '_band' || i)::name FROM generate_series(0, a[2]::int - 1) i),
+         a[3]::int, a[4], CASE WHEN a[4] = 'flag' THEN (a[1] || '_duplicate_of')::name END,
+         a[5], a[6]::int, a[7], a[8]::boolean, t.tgname,
+         -- Triggers made before 0.3.0 have no fold argument: 'auto', which folds none of their weightings.
+         coalesce(a[9], 'auto')
+  FROM pg_trigger t
+  CROSS JOIN LATERAL @extschema@.simhash_trigger_args(t.tgargs) AS a
+  WHERE t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure
+$$;
+COMMENT ON FUNCTION simhash_attachments() IS 'Every text column attached with simhash_attach(), with its settings';
 
 CREATE  FUNCTION "simhash_probes"(
 	"fingerprint" bigint, /* i64 */
@@ -38,10 +95,10 @@ STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_lookup_cost_wrapper';
 
-CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 3,
-                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'word',
-                               shingle int DEFAULT 1, weighting text DEFAULT 'tf',
-                               stopwords boolean DEFAULT false)
+CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 7,
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'bigram',
+                               shingle int DEFAULT 1, weighting text DEFAULT 'logtf',
+                               stopwords boolean DEFAULT true, fold text DEFAULT 'auto')
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -69,11 +126,11 @@ BEGIN
     RAISE EXCEPTION 'invalid value for option "on_duplicate": %; allowed: ''none'', ''error'', ''skip'', ''flag''',
       coalesce(quote_literal(on_duplicate), 'NULL') USING ERRCODE = '22023';
   END IF;
-  IF tokenizer IS NULL OR shingle IS NULL OR weighting IS NULL OR stopwords IS NULL THEN
+  IF tokenizer IS NULL OR shingle IS NULL OR weighting IS NULL OR stopwords IS NULL OR fold IS NULL THEN
     RAISE EXCEPTION 'simhash_attach: fingerprint options must not be NULL' USING ERRCODE = '22004';
   END IF;
   -- Checks the fingerprint options (raises 22023 naming a bad one).
-  PERFORM @extschema@.simhash('', tokenizer, shingle, weighting, stopwords);
+  PERFORM @extschema@.simhash('', tokenizer, shingle, weighting, stopwords, fold);
 
   SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = table_name;
   IF kind <> 'r' THEN
@@ -113,8 +170,8 @@ BEGIN
   -- A read-only scan can run in parallel where an UPDATE cannot; the table is locked since the
   -- ALTER TABLE, so the row ctids stay valid.
   EXECUTE format('CREATE TEMP TABLE simhash_attach_fill AS '
-                 'SELECT ctid AS row_id, @extschema@.simhash(%I, %L, %s, %L, %L) AS fp FROM ONLY %s',
-                 text_column, tokenizer, shingle, weighting, stopwords, table_name);
+                 'SELECT ctid AS row_id, @extschema@.simhash(%I, %L, %s, %L, %L, %L) AS fp FROM ONLY %s',
+                 text_column, tokenizer, shingle, weighting, stopwords, fold, table_name);
   EXECUTE format('UPDATE ONLY %s t SET %I = f.fp FROM simhash_attach_fill f '
                  'WHERE t.ctid = f.row_id AND f.fp IS NOT NULL', table_name, fp);
   DROP TABLE simhash_attach_fill;
@@ -130,12 +187,12 @@ BEGIN
     EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, text_column || '_band' || i, fp);
   END LOOP;
   EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
-                 'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L)',
+                 'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
                  'simhash_' || text_column, table_name, text_column, nbands, max_distance, on_duplicate,
-                 tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END);
+                 tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold);
 END
 $$;
-COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean) IS
+COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text) IS
   'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table';
 
 CREATE OR REPLACE FUNCTION simhash_near_duplicates_sql(table_name regclass, fingerprint bigint,

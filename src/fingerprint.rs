@@ -7,16 +7,39 @@ use crate::errors::OrRaise;
 use crate::text::{ServerText, Text};
 
 /// Parses the options; first puts the allocator's emergency reserve in place (see `errors`).
-fn options(tokenizer: &Text, shingle: i32, weighting: &Text, stopwords: bool, fold: &Text) -> Options {
+fn options(tokenizer: &Text, shingle: i32, weighting: &Text, stopwords: bool, fold: &str) -> Options {
     crate::errors::arm_allocator();
     Options::parse_with_fold(
         &tokenizer.to_utf8(),
         shingle,
         &weighting.to_utf8(),
         stopwords,
-        &fold.to_utf8(),
+        fold,
     )
     .or_raise()
+}
+
+fn fingerprint(doc: &Text, options: &Options) -> Option<i64> {
+    simhash_core::try_fingerprint_with(
+        &doc.to_utf8(),
+        options,
+        Chunking::default(),
+        &mut check_interrupts,
+    )
+    .or_raise()
+    .map(|fp| fp as i64)
+}
+
+type FeatureRows = TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))>;
+
+fn feature_rows(doc: &Text, options: &Options) -> FeatureRows {
+    let features = simhash_core::try_features(&doc.to_utf8(), options, &mut check_interrupts).or_raise();
+    // Feature strings are UTF-8: they go back into the server encoding as they are returned.
+    TableIterator::new(
+        features
+            .into_iter()
+            .map(|f| (ServerText(f.text), f.weight, f.hash as i64)),
+    )
 }
 
 /// Lets `statement_timeout` and query cancel stop a long text between chunks.
@@ -25,8 +48,8 @@ pub(crate) fn check_interrupts() {
 }
 
 /// The 64-bit SimHash fingerprint of `doc`, or NULL when the text has no features.
-#[pg_extern(immutable, strict, parallel_safe, cost = 100)]
-fn simhash(
+#[pg_extern(immutable, strict, parallel_safe, cost = 100, name = "simhash")]
+fn simhash_with_fold(
     doc: Text,
     tokenizer: default!(Text, "'bigram'"),
     shingle: default!(i32, 1),
@@ -34,20 +57,15 @@ fn simhash(
     stopwords: default!(bool, true),
     fold: default!(Text, "'auto'"),
 ) -> Option<i64> {
-    let options = options(&tokenizer, shingle, &weighting, stopwords, &fold);
-    simhash_core::try_fingerprint_with(
-        &doc.to_utf8(),
-        &options,
-        Chunking::default(),
-        &mut check_interrupts,
+    fingerprint(
+        &doc,
+        &options(&tokenizer, shingle, &weighting, stopwords, &fold.to_utf8()),
     )
-    .or_raise()
-    .map(|fp| fp as i64)
 }
 
 /// The features behind a fingerprint, in order of first occurrence, with their weights and hashes.
-#[pg_extern(immutable, strict, parallel_safe, cost = 100)]
-fn simhash_features(
+#[pg_extern(immutable, strict, parallel_safe, cost = 100, name = "simhash_features")]
+fn simhash_features_with_fold(
     doc: Text,
     tokenizer: default!(Text, "'bigram'"),
     shingle: default!(i32, 1),
@@ -55,12 +73,28 @@ fn simhash_features(
     stopwords: default!(bool, true),
     fold: default!(Text, "'auto'"),
 ) -> TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))> {
-    let options = options(&tokenizer, shingle, &weighting, stopwords, &fold);
-    let features = simhash_core::try_features(&doc.to_utf8(), &options, &mut check_interrupts).or_raise();
-    // Feature strings are UTF-8: they go back into the server encoding as they are returned.
-    TableIterator::new(
-        features
-            .into_iter()
-            .map(|f| (ServerText(f.text), f.weight, f.hash as i64)),
+    feature_rows(
+        &doc,
+        &options(&tokenizer, shingle, &weighting, stopwords, &fold.to_utf8()),
     )
+}
+
+// The C entry points of 0.2.0's `simhash(doc, tokenizer, shingle, weighting, stopwords)` and
+// `simhash_features(...)`: between installing this library and `ALTER EXTENSION simhash_ext UPDATE`,
+// the old SQL definitions call them with five arguments (fold 'auto', which is 0.2.0's result for
+// 0.2.0's options). The update replaces those definitions, so no SQL is generated for these.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash(doc: Text, tokenizer: Text, shingle: i32, weighting: Text, stopwords: bool) -> Option<i64> {
+    fingerprint(&doc, &options(&tokenizer, shingle, &weighting, stopwords, "auto"))
+}
+
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_features(
+    doc: Text,
+    tokenizer: Text,
+    shingle: i32,
+    weighting: Text,
+    stopwords: bool,
+) -> TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))> {
+    feature_rows(&doc, &options(&tokenizer, shingle, &weighting, stopwords, "auto"))
 }

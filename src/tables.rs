@@ -254,7 +254,7 @@ COMMENT ON FUNCTION simhash_near_duplicates_sql(regclass, bigint, int, name) IS
     requires = [
         "simhash_trigger",
         simhash_trigger_args,
-        simhash,
+        simhash_with_fold,
         simhash_band,
         hamming,
         simhash_probes
