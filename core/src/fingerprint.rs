@@ -268,7 +268,24 @@ pub fn fingerprint_with(
 
 /// [`fingerprint_with`] that reports a failure to allocate the collections growing with the number of
 /// distinct features (`'binary'` and `'tfidf'` weighting; `'tf'` needs none) instead of aborting.
+///
+/// Runs the fast path ([`crate::fast`]) when it supports the options, otherwise the reference
+/// pipeline [`reference_try_fingerprint_with`]; both give the same fingerprints.
 pub fn try_fingerprint_with(
+    text: &str,
+    options: &Options,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+) -> Result<Option<u64>, OutOfMemory> {
+    match crate::fast::try_fingerprint_fast(text, options, chunking, interrupt) {
+        Some(result) => result,
+        None => reference_try_fingerprint_with(text, options, chunking, interrupt),
+    }
+}
+
+/// The reference pipeline of [`try_fingerprint_with`]: the straightforward steps of SPEC §2, kept as
+/// the definition that the fast path is tested against.
+pub fn reference_try_fingerprint_with(
     text: &str,
     options: &Options,
     chunking: Chunking,

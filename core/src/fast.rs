@@ -1,0 +1,683 @@
+//! The fast path of the fingerprint (issue 10): the same fingerprints as the reference pipeline of
+//! [`crate::fingerprint`], bit for bit, in less time. It differs from the reference only in how it
+//! gets there:
+//!
+//! - **Normalization** ([`normalize_into`]) copies runs of characters that NFKC and lowercasing leave
+//!   alone (ASCII, lowercased byte-wise; CJK ideographs; Hangul syllables; a few CJK punctuation
+//!   marks) and sends only the rest through NFKC and lowercasing. See [`is_stable`] for why the text
+//!   may be cut before such a character.
+//! - **Word segmentation** ([`for_each_word`]) scans ASCII and CJK-ideograph runs itself, with the
+//!   UAX #29 rules that can apply there, and hands every other stretch of text, cut at positions
+//!   where UAX #29 always breaks, to `unicode-segmentation`.
+//! - **Shingles** are hashed from a ring of reused byte buffers: no string per window.
+//! - **Accumulation** counts eight bits per byte lane of a `u64` (eight 8-bit counters per word,
+//!   flushed before they can overflow) instead of one counter per bit per feature.
+//!
+//! Options the fast path does not know fall back to the reference: see [`fast_path_supports`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use unicode_normalization::UnicodeNormalization;
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::error::{memory_low, OutOfMemory};
+use crate::hash::{fmix64, Fnv1a64};
+use crate::idf::IdfTable;
+use crate::normalize::{chunks, normalize, Chunking};
+use crate::options::{Options, Tokenizer, Weighting};
+use crate::tokenize::{jieba, keep};
+
+/// Whether [`try_fingerprint_fast`] handles these options. It matches explicitly on the values it
+/// knows, so that a tokenizer or weighting added later takes the reference path until someone
+/// extends the fast path (and its differential test). A field added to [`Options`] later does the
+/// same: [`options_fields_known`] sees it and turns the fast path off altogether.
+pub fn fast_path_supports(options: &Options) -> bool {
+    let tokenizer = matches!(
+        options.tokenizer,
+        Tokenizer::Word | Tokenizer::Char | Tokenizer::Jieba
+    );
+    let weighting = match options.weighting {
+        Weighting::Tf | Weighting::Binary => true,
+        // The reference looks up the IDF of the joined shingle text; only single tokens here.
+        Weighting::TfIdf => options.shingle == 1,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    };
+    tokenizer && weighting && options.shingle >= 1 && options_fields_known()
+}
+
+/// The fields of [`Options`] this fast path was written for. `Debug` names every field, so a field
+/// added later (say, a folding flag) is noticed here without any edit to this file, and every call
+/// then takes the reference path: slower, never wrong.
+const KNOWN_FIELDS: [&str; 4] = ["tokenizer", "shingle", "weighting", "stopwords"];
+
+pub fn options_fields_known() -> bool {
+    static KNOWN: OnceLock<bool> = OnceLock::new();
+    *KNOWN.get_or_init(|| {
+        let shown = format!("{:?}", Options::default());
+        let Some(inner) = shown.strip_prefix("Options {").and_then(|s| s.strip_suffix('}')) else {
+            return false;
+        };
+        let names: Vec<&str> = inner
+            .split(',')
+            .filter_map(|field| field.split(':').next())
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .collect();
+        names == KNOWN_FIELDS
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 1: normalization.
+
+/// A character that NFKC and full lowercasing leave as it is, with a normalization boundary before
+/// it: canonical combining class 0, NFKC quick check Yes (so it never composes with a character
+/// before it), no decomposition, its own lowercase. Cutting the text before such a character and
+/// normalizing the pieces gives the normalization of the whole (the test
+/// `stable_characters_are_normalization_boundaries` checks every one of them against the tables of
+/// unicode-normalization). ASCII capitals qualify for NFKC; their lowercasing is the ASCII one.
+#[inline]
+pub fn is_stable(c: char) -> bool {
+    c.is_ascii() || is_ideograph(c) || is_hangul_syllable(c) || is_cjk_punctuation(c)
+}
+
+/// CJK Unified Ideographs and Extension A: UAX #29 class Other (one token each), NFKC-stable.
+#[inline]
+pub fn is_ideograph(c: char) -> bool {
+    matches!(c, '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}')
+}
+
+#[inline]
+fn is_hangul_syllable(c: char) -> bool {
+    matches!(c, '\u{AC00}'..='\u{D7A3}')
+}
+
+/// Punctuation common in Chinese text that is NFKC-stable and of UAX #29 class Other (checked by
+/// the tests `stable_characters_are_normalization_boundaries` and `plain_others_break_both_sides`).
+#[inline]
+pub fn is_cjk_punctuation(c: char) -> bool {
+    matches!(
+        c,
+        '\u{3001}' | '\u{3002}' // 、。
+            | '\u{300A}'
+            ..='\u{3011}' // 《》「」『』【】
+            | '\u{201C}' | '\u{201D}' // “”
+            | '\u{2014}' // —
+    )
+}
+
+/// `normalize(chunk)` (NFKC, then full lowercase), written into `out`.
+///
+/// The chunk is cut before every stable character (see [`is_stable`]); a piece made only of stable
+/// characters is copied, with ASCII capitals lowercased; any other piece goes through NFKC and
+/// per-character lowercasing. `str::to_lowercase` is per-character except for `Σ`, whose lowercase
+/// depends on its neighbours: if any NFKC output contains `Σ`, the chunk is normalized whole by the
+/// reference instead.
+pub fn normalize_into(chunk: &str, out: &mut String) {
+    out.clear();
+    let mut copied = 0; // chunk[..copied] is in `out`
+    let mut piece = 0; // start of the current piece: the last cut
+    let mut dirty = false; // chunk[piece..] holds an unstable character
+    let mut sigma = false;
+    for (i, c) in chunk.char_indices() {
+        if is_stable(c) {
+            if dirty {
+                sigma |= push_general(&chunk[piece..i], out);
+                copied = i;
+                dirty = false;
+            }
+            piece = i;
+        } else if !dirty {
+            push_ascii_lowercased(&chunk[copied..piece], out);
+            copied = piece;
+            dirty = true;
+        }
+    }
+    if dirty {
+        sigma |= push_general(&chunk[piece..], out);
+    } else {
+        push_ascii_lowercased(&chunk[copied..], out);
+    }
+    if sigma {
+        out.clear();
+        out.push_str(&normalize(chunk));
+    }
+}
+
+/// Whether `normalize(chunk) == chunk`: every character stable and no ASCII capital.
+#[inline]
+pub fn is_normalized_quick(chunk: &str) -> bool {
+    let bytes = chunk.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 {
+            if b.is_ascii_uppercase() {
+                return false;
+            }
+            i += 1;
+            continue;
+        }
+        match chunk.get(i..).and_then(|rest| rest.chars().next()) {
+            Some(c) if is_stable(c) => i += c.len_utf8(),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Appends `s` with ASCII capitals lowercased (bytes ≥ 0x80 are left alone, so UTF-8 stays valid).
+fn push_ascii_lowercased(s: &str, out: &mut String) {
+    if !s.bytes().any(|b| b.is_ascii_uppercase()) {
+        out.push_str(s);
+    } else {
+        let start = out.len();
+        out.push_str(s);
+        out[start..].make_ascii_lowercase();
+    }
+}
+
+/// Appends NFKC(s), lowercased character by character; returns whether NFKC(s) contains `Σ`.
+fn push_general(s: &str, out: &mut String) -> bool {
+    let mut sigma = false;
+    for c in s.nfkc() {
+        if c == 'Σ' {
+            sigma = true;
+        }
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.extend(c.to_lowercase());
+        }
+    }
+    sigma
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 2: the 'word' tokenizer.
+
+/// UAX #29 word-break classes of the ASCII characters (Unicode 16, as in unicode-segmentation
+/// 1.13.3; the test `ascii_scanner_matches_uax29_exhaustively` checks them against the crate).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ascii {
+    Letter,      // A-Z a-z: ALetter
+    Digit,       // 0-9: Numeric
+    Underscore,  // _: ExtendNumLet
+    MidLetter,   // ':'
+    MidNum,      // ',' ';'
+    MidNumLetQ,  // '.' (MidNumLet) and '\'' (Single_Quote)
+    Space,       // ' ': WSegSpace
+    Cr,          // '\r'
+    Newline,     // '\n', VT, FF: LF / Newline
+    DoubleQuote, // '"'
+    Other,       // everything else
+}
+
+#[inline]
+fn ascii_class(b: u8) -> Ascii {
+    match b {
+        b'a'..=b'z' | b'A'..=b'Z' => Ascii::Letter,
+        b'0'..=b'9' => Ascii::Digit,
+        b'_' => Ascii::Underscore,
+        b':' => Ascii::MidLetter,
+        b',' | b';' => Ascii::MidNum,
+        b'.' | b'\'' => Ascii::MidNumLetQ,
+        b' ' => Ascii::Space,
+        b'\r' => Ascii::Cr,
+        b'\n' | 0x0B | 0x0C => Ascii::Newline,
+        b'"' => Ascii::DoubleQuote,
+        _ => Ascii::Other,
+    }
+}
+
+/// What follows a token: a character whose class the scanner knows, or something else.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    End,
+    Ascii(Ascii),
+    /// A CJK ideograph or one of [`is_cjk_punctuation`]: class Other, never Extend/Format/ZWJ.
+    PlainOther,
+    Unknown,
+}
+
+#[inline]
+fn next_at(text: &str, i: usize) -> Next {
+    let bytes = text.as_bytes();
+    match bytes.get(i) {
+        None => Next::End,
+        Some(&b) if b < 0x80 => Next::Ascii(ascii_class(b)),
+        Some(_) => match text.get(i..).and_then(|s| s.chars().next()) {
+            Some(c) if is_plain_other(c) => Next::PlainOther,
+            _ => Next::Unknown,
+        },
+    }
+}
+
+#[inline]
+fn is_plain_other(c: char) -> bool {
+    is_ideograph(c) || is_cjk_punctuation(c)
+}
+
+/// Where a stretch handed to unicode-segmentation may end: before a character at which UAX #29
+/// always breaks and after which no rule looks back past it. A CJK ideograph or CJK punctuation
+/// mark (class Other), an ASCII character of class Other or a line break (WB3b; `\n` not after
+/// `\r`), or a space not after a space (WB3d joins only WSegSpace runs; the ASCII character before
+/// is no WSegSpace). Letters, digits, `_`, the mid-word punctuation and both quotes (WB7a–c join
+/// them to Hebrew letters) are never anchors.
+fn next_anchor(text: &str, from: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut i = from;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 {
+            let anchor = match ascii_class(b) {
+                Ascii::Other | Ascii::Cr => true,
+                Ascii::Newline => !(b == b'\n' && bytes.get(i.wrapping_sub(1)) == Some(&b'\r')),
+                Ascii::Space => i > 0 && bytes[i - 1] < 0x80 && bytes[i - 1] != b' ',
+                _ => false,
+            };
+            if anchor && i > from {
+                return i;
+            }
+            i += 1;
+        } else {
+            match text.get(i..).and_then(|s| s.chars().next()) {
+                Some(c) => {
+                    if i > from && is_plain_other(c) {
+                        return i;
+                    }
+                    i += c.len_utf8();
+                }
+                None => i += 1,
+            }
+        }
+    }
+    bytes.len()
+}
+
+/// Calls `f` with every UAX #29 word of `text` that could be kept (spaces and line breaks are
+/// left out: they have no alphanumeric character), in order: the same tokens as
+/// `text.split_word_bounds()` minus some that `keep` drops anyway.
+///
+/// The scanner stands at a position where UAX #29 breaks and no rule looks back past it (the start,
+/// or the end of a token it has confirmed). From there it reads one ASCII token or one ideograph,
+/// and confirms its end only if the character after it is known (ASCII, an ideograph, a CJK
+/// punctuation mark, or the end): then the ASCII rules below are the whole story, since no
+/// Extend/Format/ZWJ character can follow. Otherwise it hands the stretch up to the next anchor
+/// ([`next_anchor`]) to unicode-segmentation.
+pub fn for_each_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    let bytes = text.as_bytes();
+    let mut p = 0;
+    while p < bytes.len() {
+        match scan_one(text, p) {
+            Some((end, emit)) => {
+                if emit {
+                    f(&text[p..end]);
+                }
+                p = end;
+            }
+            None => {
+                let r = next_anchor(text, p);
+                text[p..r].split_word_bounds().for_each(&mut f);
+                p = r;
+            }
+        }
+    }
+}
+
+/// One token from `p`: its end and whether it may hold an alphanumeric character, or `None` when
+/// the scanner cannot be sure of the boundaries.
+#[inline]
+fn scan_one(text: &str, p: usize) -> Option<(usize, bool)> {
+    let bytes = text.as_bytes();
+    let b = bytes[p];
+    if b >= 0x80 {
+        let c = text.get(p..)?.chars().next()?;
+        if !is_plain_other(c) {
+            return None;
+        }
+        // Other ÷ anything but Extend/Format/ZWJ (WB4), and the next character is known.
+        let end = p + c.len_utf8();
+        return match next_at(text, end) {
+            Next::Unknown => None,
+            _ => Some((end, is_ideograph(c))),
+        };
+    }
+    match ascii_class(b) {
+        Ascii::Letter | Ascii::Digit | Ascii::Underscore => {
+            let mut j = p + 1;
+            loop {
+                match next_at(text, j) {
+                    // WB5, WB8–10, WB13a–b: letters, digits and '_' hold together.
+                    Next::Ascii(Ascii::Letter | Ascii::Digit | Ascii::Underscore) => j += 1,
+                    Next::Ascii(mid @ (Ascii::MidLetter | Ascii::MidNum | Ascii::MidNumLetQ)) => {
+                        // WB6/7 and WB11/12: letter mid letter, digit mid digit.
+                        let before = ascii_class(bytes[j - 1]);
+                        let after = match next_at(text, j + 1) {
+                            Next::Ascii(a) => a,
+                            Next::End | Next::PlainOther => Ascii::Other,
+                            Next::Unknown => return None,
+                        };
+                        let joins = (before == Ascii::Letter
+                            && after == Ascii::Letter
+                            && matches!(mid, Ascii::MidLetter | Ascii::MidNumLetQ))
+                            || (before == Ascii::Digit
+                                && after == Ascii::Digit
+                                && matches!(mid, Ascii::MidNum | Ascii::MidNumLetQ));
+                        if joins {
+                            j += 2;
+                        } else {
+                            return Some((j, true));
+                        }
+                    }
+                    Next::Unknown => return None,
+                    _ => return Some((j, true)),
+                }
+            }
+        }
+        Ascii::Space => {
+            let mut j = p + 1;
+            while bytes.get(j) == Some(&b' ') {
+                j += 1;
+            }
+            // WB3d joins spaces; a following Extend would join the run (WB4): only known ends.
+            match next_at(text, j) {
+                Next::Unknown => None,
+                _ => Some((j, false)),
+            }
+        }
+        // WB3, WB3a: CR LF is one token; a break always follows a line break.
+        Ascii::Cr if bytes.get(p + 1) == Some(&b'\n') => Some((p + 2, false)),
+        Ascii::Cr | Ascii::Newline => Some((p + 1, false)),
+        // A lone punctuation mark: at this position nothing before it is a letter or digit that
+        // could join across it (the scanner would have joined them), so it is its own token.
+        _ => match next_at(text, p + 1) {
+            Next::Unknown => None,
+            _ => Some((p + 1, false)),
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps 3–6: filtering, shingles, hashing.
+
+/// The last `n` kept tokens, in reused byte buffers.
+struct Ring {
+    n: usize,
+    slots: Vec<Vec<u8>>,
+    /// Index of the oldest token once the ring is full.
+    head: usize,
+    len: usize,
+    kept: usize,
+    sep: &'static [u8],
+}
+
+impl Ring {
+    fn new(options: &Options) -> Self {
+        Ring {
+            n: options.shingle,
+            slots: Vec::new(),
+            head: 0,
+            len: 0,
+            kept: 0,
+            sep: options.tokenizer.shingle_separator().as_bytes(),
+        }
+    }
+
+    /// Adds a kept token; returns the hash of the full window if there is one.
+    #[inline]
+    fn push(&mut self, token: &str) -> Option<u64> {
+        self.kept += 1;
+        if self.len < self.n {
+            if self.slots.len() < self.n {
+                self.slots.push(Vec::new());
+            }
+            let slot = &mut self.slots[self.len];
+            slot.clear();
+            slot.extend_from_slice(token.as_bytes());
+            self.len += 1;
+        } else {
+            let slot = &mut self.slots[self.head];
+            slot.clear();
+            slot.extend_from_slice(token.as_bytes());
+            self.head = (self.head + 1) % self.n;
+        }
+        (self.len == self.n).then(|| self.hash())
+    }
+
+    /// FNV-1a of the window's tokens joined by the separator, oldest first, then fmix64.
+    fn hash(&self) -> u64 {
+        let mut h = Fnv1a64::default();
+        for k in 0..self.len {
+            if k > 0 {
+                h.write(self.sep);
+            }
+            h.write(&self.slots[(self.head + k) % self.n]);
+        }
+        fmix64(h.finish())
+    }
+
+    /// A text with fewer than n kept tokens gives one feature: all of them joined.
+    fn finish(&self) -> Option<u64> {
+        (self.n > 1 && self.kept > 0 && self.kept < self.n).then(|| self.hash())
+    }
+}
+
+#[inline]
+fn token_hash(token: &str) -> u64 {
+    let mut h = Fnv1a64::default();
+    h.write(token.as_bytes());
+    fmix64(h.finish())
+}
+
+/// Calls `sink(hash, token)` for every feature of `text` (the token is given for `shingle = 1`
+/// only), chunk by chunk like the reference, calling `interrupt` between chunks.
+fn for_each_feature_hash(
+    text: &str,
+    options: &Options,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+    mut sink: impl FnMut(u64, Option<&str>) -> Result<(), OutOfMemory>,
+) -> Result<(), OutOfMemory> {
+    let mut ring = Ring::new(options);
+    let mut buf = String::new();
+    let mut failed: Option<OutOfMemory> = None;
+    let stopwords = options.stopwords;
+    let single = options.shingle == 1;
+    for chunk in chunks(text, chunking) {
+        interrupt();
+        if memory_low() {
+            return Err(OutOfMemory { features: 0 });
+        }
+        let normalized: &str = if is_normalized_quick(chunk) {
+            chunk
+        } else {
+            normalize_into(chunk, &mut buf);
+            &buf
+        };
+        let mut on_token = |token: &str| {
+            if failed.is_some() || !keep(token, stopwords) {
+                return;
+            }
+            let result = if single {
+                ring.kept += 1;
+                sink(token_hash(token), Some(token))
+            } else {
+                match ring.push(token) {
+                    Some(h) => sink(h, None),
+                    None => Ok(()),
+                }
+            };
+            if let Err(e) = result {
+                failed = Some(e);
+            }
+        };
+        match options.tokenizer {
+            Tokenizer::Word => for_each_word(normalized, &mut on_token),
+            Tokenizer::Char => {
+                for (i, c) in normalized.char_indices() {
+                    on_token(&normalized[i..i + c.len_utf8()]);
+                }
+            }
+            Tokenizer::Jieba => {
+                for token in jieba().cut(normalized, true) {
+                    on_token(token.word);
+                }
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+    }
+    if let Some(h) = ring.finish() {
+        sink(h, None)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps 7–9: accumulation.
+
+const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+
+/// Per-bit counts of one bits, eight bits at a time: `lanes[j]` holds, in its byte k, the count of
+/// features whose bit `8k + j` is set since the last flush. A byte counts at most 255, so the lanes
+/// are flushed into `ones` every 255 features.
+struct SwarCounts {
+    lanes: [u64; 8],
+    pending: u32,
+    ones: [u64; 64],
+    total: u64,
+}
+
+impl SwarCounts {
+    fn new() -> Self {
+        SwarCounts {
+            lanes: [0; 8],
+            pending: 0,
+            ones: [0; 64],
+            total: 0,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, hash: u64) {
+        for (j, lane) in self.lanes.iter_mut().enumerate() {
+            *lane += (hash >> j) & LOW_BITS;
+        }
+        self.pending += 1;
+        if self.pending == 255 {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        for (j, lane) in self.lanes.iter_mut().enumerate() {
+            for k in 0..8 {
+                self.ones[8 * k + j] += (*lane >> (8 * k)) & 0xFF;
+            }
+            *lane = 0;
+        }
+        self.total += u64::from(self.pending);
+        self.pending = 0;
+    }
+
+    /// Bit i set iff `v[i] = 2·ones[i] − total > 0`.
+    fn fingerprint(mut self) -> Option<u64> {
+        self.flush();
+        (self.total > 0)
+            .then(|| (0..64).fold(0u64, |fp, i| fp | (u64::from(2 * self.ones[i] > self.total) << i)))
+    }
+}
+
+fn grow_set(s: &mut HashSet<u64>) -> Result<(), OutOfMemory> {
+    if memory_low() {
+        return Err(OutOfMemory { features: s.len() });
+    }
+    if s.len() == s.capacity() {
+        s.try_reserve(1).map_err(|_| OutOfMemory { features: s.len() })?;
+    }
+    Ok(())
+}
+
+/// The fast path of [`crate::try_fingerprint_with`]; `None` when [`fast_path_supports`] says no.
+pub fn try_fingerprint_fast(
+    text: &str,
+    options: &Options,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+) -> Option<Result<Option<u64>, OutOfMemory>> {
+    if !fast_path_supports(options) {
+        return None;
+    }
+    run(text, options, chunking, interrupt).transpose()
+}
+
+fn run(
+    text: &str,
+    options: &Options,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+) -> Result<Option<Option<u64>>, OutOfMemory> {
+    Ok(Some(match options.weighting {
+        Weighting::Tf => {
+            let mut counts = SwarCounts::new();
+            for_each_feature_hash(text, options, chunking, interrupt, |h, _| {
+                counts.add(h);
+                Ok(())
+            })?;
+            counts.fingerprint()
+        }
+        // The reference keeps distinct features by hash too: the same set, the same counts.
+        Weighting::Binary => {
+            let mut counts = SwarCounts::new();
+            let mut seen = HashSet::new();
+            for_each_feature_hash(text, options, chunking, interrupt, |h, _| {
+                grow_set(&mut seen)?;
+                if seen.insert(h) {
+                    counts.add(h);
+                }
+                Ok(())
+            })?;
+            counts.fingerprint()
+        }
+        // Float sums depend on order: the reference's exact steps (distinct features by hash, in
+        // order of first occurrence, tf · idf), only with the faster tokens.
+        Weighting::TfIdf => {
+            let idf = IdfTable::get();
+            let mut index: HashMap<u64, usize> = HashMap::new();
+            let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
+            for_each_feature_hash(text, options, chunking, interrupt, |h, token| {
+                let i = match index.get(&h) {
+                    Some(&i) => i,
+                    None => {
+                        if memory_low() {
+                            return Err(OutOfMemory {
+                                features: distinct.len(),
+                            });
+                        }
+                        index.try_reserve(1).map_err(|_| OutOfMemory {
+                            features: index.len(),
+                        })?;
+                        distinct.try_reserve(1).map_err(|_| OutOfMemory {
+                            features: distinct.len(),
+                        })?;
+                        distinct.push((h, 0, idf.idf(token.unwrap_or_default())));
+                        index.insert(h, distinct.len() - 1);
+                        distinct.len() - 1
+                    }
+                };
+                distinct[i].1 += 1;
+                Ok(())
+            })?;
+            (!distinct.is_empty()).then(|| {
+                crate::fingerprint::accumulate(distinct.iter().map(|&(h, tf, idf)| (h, tf as f64 * idf)))
+            })
+        }
+        // A weighting added later: fast_path_supports already said no.
+        #[allow(unreachable_patterns)]
+        _ => return Ok(None),
+    }))
+}
