@@ -681,3 +681,177 @@ fn run(
         _ => return Ok(None),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unicode_normalization::char::{canonical_combining_class, decompose_canonical};
+    use unicode_normalization::{is_nfkc_quick, IsNormalized};
+
+    fn all_chars() -> impl Iterator<Item = char> {
+        (0..=0x10FFFFu32).filter_map(char::from_u32)
+    }
+
+    fn kept_reference(text: &str) -> Vec<&str> {
+        text.split_word_bounds().filter(|t| keep(t, false)).collect()
+    }
+
+    fn kept_fast(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        for_each_word(text, |t| {
+            if keep(t, false) {
+                out.push(t)
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn stable_characters_are_normalization_boundaries() {
+        let stable: Vec<char> = all_chars().filter(|&c| is_stable(c)).collect();
+        assert!(stable.len() > 38_000, "{}", stable.len());
+        for &c in &stable {
+            let s = c.to_string();
+            assert_eq!(normalize(&s), s.to_ascii_lowercase(), "{c:?} is not its own normal form");
+            assert_eq!(canonical_combining_class(c), 0, "{c:?}");
+            assert_eq!(is_nfkc_quick(std::iter::once(c)), IsNormalized::Yes, "{c:?}");
+        }
+        // No canonical composition has a stable character as its second part: the full canonical
+        // decomposition of a composite ends with its second part.
+        for z in all_chars() {
+            let mut d = Vec::new();
+            decompose_canonical(z, |x| d.push(x));
+            if d.len() >= 2 {
+                assert!(!is_stable(d[d.len() - 1]), "{z:?} decomposes to {d:?}");
+            }
+        }
+        // And empirically: a stable character after any character normalizes on its own.
+        for x in all_chars() {
+            let alone = normalize(&x.to_string());
+            for c in ['Q', '中'] {
+                let s: String = [x, c].iter().collect();
+                let mut want = alone.clone();
+                want.push(c.to_ascii_lowercase());
+                assert_eq!(normalize(&s), want, "{x:?} {c:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn lowercase_is_per_character_except_sigma() {
+        for c in all_chars().filter(|&c| c != 'Σ') {
+            let s = c.to_string();
+            assert_eq!(c.to_lowercase().collect::<String>(), s.to_lowercase(), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn normalize_into_equals_normalize() {
+        let cases = [
+            "",
+            "abc",
+            "ABC Def",
+            "ＡＢＣ，中文！",
+            "a\u{301}b",
+            "A\u{301}",
+            "가\u{11a8}",
+            "\u{1100}\u{1161}\u{11a8}",
+            "ΣΑΣ ΟΔΟΣ. aΣ b",
+            "İstanbul straße ẞ ﬁ",
+            "ｶﾞ ① ½ ㊀",
+            "“引号”《书名》—",
+            "\u{301}leading mark",
+        ];
+        let mut buf = String::new();
+        for case in cases {
+            normalize_into(case, &mut buf);
+            assert_eq!(buf, normalize(case), "{case:?}");
+            // Conservative: it may say no to a normalized text ("\u{301}…"), never yes to another.
+            assert!(!is_normalized_quick(case) || normalize(case) == case, "{case:?}");
+        }
+    }
+
+    #[test]
+    fn ascii_scanner_matches_uax29_exhaustively() {
+        // Every ASCII string of up to 3 characters.
+        let mut s = String::new();
+        for a in 0u8..128 {
+            for b in 0u8..128 {
+                for c in 0u8..128 {
+                    s.clear();
+                    s.extend([a as char, b as char, c as char]);
+                    for len in [1, 2, 3] {
+                        let t = &s[..len];
+                        assert_eq!(kept_fast(t), kept_reference(t), "{t:?}");
+                    }
+                }
+            }
+        }
+        // Every string of up to 5 characters over one representative of each class, and the
+        // characters the scanner must not decide about.
+        let alphabet = [
+            'a', 'Z', '7', '_', ':', ',', ';', '.', '\'', ' ', '\r', '\n', '\u{b}', '"', '-', '\t', '中',
+            '。', '“', 'é', '\u{301}', '\u{5d0}', '\u{3000}', '\u{200d}', '\u{1f1e6}', '가', 'ア',
+        ];
+        let n = alphabet.len();
+        for len in 1..=4u32 {
+            for mut k in 0..n.pow(len) {
+                s.clear();
+                for _ in 0..len {
+                    s.push(alphabet[k % n]);
+                    k /= n;
+                }
+                assert_eq!(kept_fast(&s), kept_reference(&s), "{s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn plain_others_break_both_sides() {
+        let neighbours = [
+            "a", "Z", "7", "_", ":", ",", ";", ".", "'", " ", "\r", "\n", "\"", "-", "中", "。", "a.", "1,",
+            "a'", "\u{5d0}", "\u{5d0}\"",
+        ];
+        for c in all_chars().filter(|&c| is_plain_other(c)) {
+            let c = c.to_string();
+            for n in neighbours {
+                for t in [format!("{n}{c}{n}"), format!("{n}{c}"), format!("{c}{n}")] {
+                    assert_eq!(kept_fast(&t), kept_reference(&t), "{t:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn swar_counts_equal_plain_counts() {
+        let mut fast = SwarCounts::new();
+        let mut ones = [0u64; 64];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for n in 1..=2000u64 {
+            x = fmix64(x.wrapping_add(n));
+            // Skewed bits too: all-ones words make every lane count to the flush limit.
+            let h = if n % 3 == 0 { u64::MAX } else { x };
+            fast.add(h);
+            for (i, o) in ones.iter_mut().enumerate() {
+                *o += (h >> i) & 1;
+            }
+        }
+        fast.flush();
+        assert_eq!(fast.ones, ones);
+        assert_eq!(fast.total, 2000);
+    }
+
+    #[test]
+    fn current_options_take_the_fast_path() {
+        // Fails when Options gains a field: extend KNOWN_FIELDS and the fast path (or decide that
+        // the new field's non-default values fall back), then the differential test.
+        assert!(options_fields_known(), "{:?}", Options::default());
+        assert!(fast_path_supports(&Options::default()));
+        let tfidf3 = Options {
+            shingle: 3,
+            weighting: Weighting::TfIdf,
+            ..Options::default()
+        };
+        assert!(!fast_path_supports(&tfidf3));
+    }
+}
