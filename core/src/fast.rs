@@ -712,7 +712,11 @@ mod tests {
         assert!(stable.len() > 38_000, "{}", stable.len());
         for &c in &stable {
             let s = c.to_string();
-            assert_eq!(normalize(&s), s.to_ascii_lowercase(), "{c:?} is not its own normal form");
+            assert_eq!(
+                normalize(&s),
+                s.to_ascii_lowercase(),
+                "{c:?} is not its own normal form"
+            );
             assert_eq!(canonical_combining_class(c), 0, "{c:?}");
             assert_eq!(is_nfkc_quick(std::iter::once(c)), IsNormalized::Yes, "{c:?}");
         }
@@ -790,8 +794,33 @@ mod tests {
         // Every string of up to 5 characters over one representative of each class, and the
         // characters the scanner must not decide about.
         let alphabet = [
-            'a', 'Z', '7', '_', ':', ',', ';', '.', '\'', ' ', '\r', '\n', '\u{b}', '"', '-', '\t', '中',
-            '。', '“', 'é', '\u{301}', '\u{5d0}', '\u{3000}', '\u{200d}', '\u{1f1e6}', '가', 'ア',
+            'a',
+            'Z',
+            '7',
+            '_',
+            ':',
+            ',',
+            ';',
+            '.',
+            '\'',
+            ' ',
+            '\r',
+            '\n',
+            '\u{b}',
+            '"',
+            '-',
+            '\t',
+            '中',
+            '。',
+            '“',
+            'é',
+            '\u{301}',
+            '\u{5d0}',
+            '\u{3000}',
+            '\u{200d}',
+            '\u{1f1e6}',
+            '가',
+            'ア',
         ];
         let n = alphabet.len();
         for len in 1..=4u32 {
@@ -809,8 +838,27 @@ mod tests {
     #[test]
     fn plain_others_break_both_sides() {
         let neighbours = [
-            "a", "Z", "7", "_", ":", ",", ";", ".", "'", " ", "\r", "\n", "\"", "-", "中", "。", "a.", "1,",
-            "a'", "\u{5d0}", "\u{5d0}\"",
+            "a",
+            "Z",
+            "7",
+            "_",
+            ":",
+            ",",
+            ";",
+            ".",
+            "'",
+            " ",
+            "\r",
+            "\n",
+            "\"",
+            "-",
+            "中",
+            "。",
+            "a.",
+            "1,",
+            "a'",
+            "\u{5d0}",
+            "\u{5d0}\"",
         ];
         for c in all_chars().filter(|&c| is_plain_other(c)) {
             let c = c.to_string();
