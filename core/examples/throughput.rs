@@ -9,7 +9,9 @@
 //!
 //! A SPEC is `tokenizer[:shingle[:weighting[:stopwords]]]`, e.g. `jieba`, `char:3`,
 //! `word:1:binary:false`. Without `--config` the three SQL variants of the benchmark are measured:
-//! `jieba` (the SQL defaults), `word` and `char:3`.
+//! `jieba`, `word` (the SQL defaults) and `char:3`. Each configuration is measured twice: `fingerprint`
+//! (the public function: the fast path where it applies) and `reference` (the straightforward
+//! pipeline the fast path is tested against); their checksums must be equal.
 //!
 //! Output: one tab-separated line per measurement,
 //!
@@ -25,7 +27,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use simhash_core::{fingerprint, Options};
+use simhash_core::fingerprint::reference_try_fingerprint_with;
+use simhash_core::{fingerprint, Chunking, Options};
 
 struct Config {
     name: String,
@@ -160,12 +163,42 @@ fn main() {
                 .sum()
         }),
     });
+    // The fast normalization alone (what the fast path does instead of `normalize`).
+    cases.push(Case {
+        name: "normalize-fast".into(),
+        work: Box::new(|| {
+            let mut buf = String::new();
+            docs.iter()
+                .map(|d| {
+                    simhash_core::fast::normalize_into(black_box(d), &mut buf);
+                    buf.len() as i128
+                })
+                .sum()
+        }),
+    });
     for config in &configs {
         cases.push(Case {
             name: config.name.clone(),
             work: Box::new(|| {
                 docs.iter()
                     .filter_map(|d| fingerprint(black_box(d), &config.options))
+                    .map(|fp| fp as i64 as i128)
+                    .sum()
+            }),
+        });
+        cases.push(Case {
+            name: config.name.replacen("fingerprint", "reference", 1),
+            work: Box::new(|| {
+                docs.iter()
+                    .filter_map(|d| {
+                        reference_try_fingerprint_with(
+                            black_box(d),
+                            &config.options,
+                            Chunking::default(),
+                            &mut || {},
+                        )
+                        .unwrap_or_else(|e| e.abort())
+                    })
                     .map(|fp| fp as i64 as i128)
                     .sum()
             }),

@@ -26,7 +26,9 @@ use crate::hash::{fmix64, Fnv1a64};
 use crate::idf::IdfTable;
 use crate::normalize::{chunks, normalize, Chunking};
 use crate::options::{Options, Tokenizer, Weighting};
-use crate::tokenize::{jieba, keep};
+use crate::tokenize::jieba;
+#[cfg(test)]
+use crate::tokenize::keep;
 
 /// Whether [`try_fingerprint_fast`] handles these options. It matches explicitly on the values it
 /// knows, so that a tokenizer or weighting added later takes the reference path until someone
@@ -308,19 +310,27 @@ fn next_anchor(text: &str, from: usize) -> usize {
 /// Extend/Format/ZWJ character can follow. Otherwise it hands the stretch up to the next anchor
 /// ([`next_anchor`]) to unicode-segmentation.
 pub fn for_each_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    scan_words(text, |t, _| f(t));
+}
+
+/// [`for_each_word`] that also tells whether the token is known to hold an alphanumeric character
+/// (`true`: a letter-or-digit run of the scanner or an ideograph; `false`: not known, a token of
+/// unicode-segmentation or one starting with `_`).
+#[inline]
+fn scan_words<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
     let bytes = text.as_bytes();
     let mut p = 0;
     while p < bytes.len() {
         match scan_one(text, p) {
             Some((end, emit)) => {
                 if emit {
-                    f(&text[p..end]);
+                    f(&text[p..end], bytes[p] != b'_');
                 }
                 p = end;
             }
             None => {
                 let r = next_anchor(text, p);
-                text[p..r].split_word_bounds().for_each(&mut f);
+                text[p..r].split_word_bounds().for_each(|t| f(t, false));
                 p = r;
             }
         }
@@ -465,6 +475,52 @@ impl Ring {
     }
 }
 
+/// `keep(token, stopwords)` (step 3) with cheaper checks: `alnum` says the caller already knows that
+/// the token has an alphanumeric character; ASCII and CJK ideographs are tested without the Unicode
+/// tables (every character of the two ideograph blocks is alphabetic: test
+/// `ideographs_are_alphanumeric`); stop words are looked up in a set hashed with FNV instead of
+/// SipHash, holding the same words.
+#[inline]
+fn keep_fast(token: &str, stopwords: bool, alnum: bool) -> bool {
+    (alnum || has_alnum(token)) && !(stopwords && is_stop_word_fast(token))
+}
+
+#[inline]
+fn has_alnum(token: &str) -> bool {
+    token.chars().any(|c| {
+        if c.is_ascii() {
+            c.is_ascii_alphanumeric()
+        } else {
+            is_ideograph(c) || c.is_alphanumeric()
+        }
+    })
+}
+
+#[derive(Default)]
+struct FnvHasher(Fnv1a64);
+
+impl std::hash::Hasher for FnvHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        fmix64(self.0.finish())
+    }
+}
+
+type FnvSet = HashSet<&'static str, std::hash::BuildHasherDefault<FnvHasher>>;
+
+fn is_stop_word_fast(token: &str) -> bool {
+    static SET: OnceLock<(FnvSet, usize)> = OnceLock::new();
+    let (set, longest) = SET.get_or_init(|| {
+        let set: FnvSet = crate::stopwords::all().collect();
+        let longest = set.iter().map(|w| w.len()).max().unwrap_or(0);
+        (set, longest)
+    });
+    token.len() <= *longest && set.contains(token)
+}
+
 #[inline]
 fn token_hash(token: &str) -> u64 {
     let mut h = Fnv1a64::default();
@@ -497,8 +553,8 @@ fn for_each_feature_hash(
             normalize_into(chunk, &mut buf);
             &buf
         };
-        let mut on_token = |token: &str| {
-            if failed.is_some() || !keep(token, stopwords) {
+        let mut on_token = |token: &str, alnum: bool| {
+            if failed.is_some() || !keep_fast(token, stopwords, alnum) {
                 return;
             }
             let result = if single {
@@ -515,15 +571,15 @@ fn for_each_feature_hash(
             }
         };
         match options.tokenizer {
-            Tokenizer::Word => for_each_word(normalized, &mut on_token),
+            Tokenizer::Word => scan_words(normalized, &mut on_token),
             Tokenizer::Char => {
                 for (i, c) in normalized.char_indices() {
-                    on_token(&normalized[i..i + c.len_utf8()]);
+                    on_token(&normalized[i..i + c.len_utf8()], false);
                 }
             }
             Tokenizer::Jieba => {
                 for token in jieba().cut(normalized, true) {
-                    on_token(token.word);
+                    on_token(token.word, false);
                 }
             }
         }
@@ -867,6 +923,37 @@ mod tests {
                     assert_eq!(kept_fast(&t), kept_reference(&t), "{t:?}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn ideographs_are_alphanumeric() {
+        for c in all_chars().filter(|&c| is_ideograph(c)) {
+            assert!(c.is_alphanumeric(), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn keep_fast_equals_keep() {
+        let mut words: Vec<String> = crate::stopwords::all().map(str::to_owned).collect();
+        words.extend(
+            [
+                "", "_", "__", "a", "_a", "中", "。", "，", "x1", "...", "Ⅻ", "①", "the", "The", "的了",
+            ]
+            .map(String::from),
+        );
+        words.extend(all_chars().step_by(7).map(String::from));
+        for w in &words {
+            for stopwords in [false, true] {
+                assert_eq!(keep_fast(w, stopwords, false), keep(w, stopwords), "{w:?}");
+            }
+        }
+        // Tokens the scanner vouches for.
+        for t in ["abc", "a.b", "1,000", "x_1", "中"] {
+            assert!(keep(t, false));
+            let mut seen = Vec::new();
+            scan_words(t, |t, alnum| seen.push((t, alnum)));
+            assert_eq!(seen, vec![(t, true)]);
         }
     }
 
