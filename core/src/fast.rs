@@ -131,6 +131,16 @@ pub fn normalize_into(chunk: &str, out: &mut String) {
                 dirty = false;
             }
             piece = i;
+        } else if fullwidth_ascii(c).is_some() {
+            // Also a normalization boundary, but not its own normal form: a piece of its own.
+            if dirty {
+                sigma |= push_general(&chunk[piece..i], out);
+            } else {
+                push_ascii_lowercased(&chunk[copied..i], out);
+            }
+            copied = i;
+            piece = i;
+            dirty = true;
         } else if !dirty {
             push_ascii_lowercased(&chunk[copied..piece], out);
             copied = piece;
@@ -162,7 +172,7 @@ pub fn is_normalized_quick(chunk: &str) -> bool {
             i += 1;
             continue;
         }
-        match chunk.get(i..).and_then(|rest| rest.chars().next()) {
+        match char_at(chunk, i) {
             Some(c) if is_stable(c) => i += c.len_utf8(),
             _ => return false,
         }
@@ -181,8 +191,29 @@ fn push_ascii_lowercased(s: &str, out: &mut String) {
     }
 }
 
+/// The full-width forms of ASCII `！`–`～` (U+FF01–U+FF5E): NFKC maps each to the ASCII character
+/// 0xFEE0 below it. Like a stable character, each is a normalization boundary (combining class 0,
+/// and its decomposition starts with an ASCII character, which composes with nothing before it);
+/// the test `fullwidth_forms_normalize_to_ascii` checks both.
+#[inline]
+pub fn fullwidth_ascii(c: char) -> Option<u8> {
+    match c {
+        '\u{FF01}'..='\u{FF5E}' => u8::try_from(u32::from(c) - 0xFEE0).ok(),
+        _ => None,
+    }
+}
+
 /// Appends NFKC(s), lowercased character by character; returns whether NFKC(s) contains `Σ`.
 fn push_general(s: &str, out: &mut String) -> bool {
+    // The common case in Chinese text: one full-width punctuation mark between two stable
+    // characters.
+    let mut it = s.chars();
+    if let (Some(c), None) = (it.next(), it.next()) {
+        if let Some(b) = fullwidth_ascii(c) {
+            out.push(char::from(b.to_ascii_lowercase()));
+            return false;
+        }
+    }
     let mut sigma = false;
     for c in s.nfkc() {
         if c == 'Σ' {
@@ -250,10 +281,24 @@ fn next_at(text: &str, i: usize) -> Next {
     match bytes.get(i) {
         None => Next::End,
         Some(&b) if b < 0x80 => Next::Ascii(ascii_class(b)),
-        Some(_) => match text.get(i..).and_then(|s| s.chars().next()) {
+        Some(_) => match char_at(text, i) {
             Some(c) if is_plain_other(c) => Next::PlainOther,
             _ => Next::Unknown,
         },
+    }
+}
+
+/// The character starting at byte `i` of `text`, decoded by hand when it takes three bytes (all of
+/// the BMP's CJK); `None` past the end or off a character boundary.
+#[inline]
+fn char_at(text: &str, i: usize) -> Option<char> {
+    let bytes = text.as_bytes();
+    match bytes.get(i..i.checked_add(3)?) {
+        // `text` is valid UTF-8: a lead byte 1110xxxx starts a 3-byte character.
+        Some(&[b0, b1, b2]) if b0 & 0xF0 == 0xE0 => {
+            char::from_u32((u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F))
+        }
+        _ => text.get(i..)?.chars().next(),
     }
 }
 
@@ -285,7 +330,7 @@ fn next_anchor(text: &str, from: usize) -> usize {
             }
             i += 1;
         } else {
-            match text.get(i..).and_then(|s| s.chars().next()) {
+            match char_at(text, i) {
                 Some(c) => {
                     if i > from && is_plain_other(c) {
                         return i;
@@ -342,9 +387,9 @@ fn scan_words<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
 #[inline]
 fn scan_one(text: &str, p: usize) -> Option<(usize, bool)> {
     let bytes = text.as_bytes();
-    let b = bytes[p];
+    let b = *bytes.get(p)?;
     if b >= 0x80 {
-        let c = text.get(p..)?.chars().next()?;
+        let c = char_at(text, p)?;
         if !is_plain_other(c) {
             return None;
         }
@@ -794,6 +839,35 @@ mod tests {
                 want.push(c.to_ascii_lowercase());
                 assert_eq!(normalize(&s), want, "{x:?} {c:?}");
             }
+        }
+    }
+
+    #[test]
+    fn fullwidth_forms_normalize_to_ascii() {
+        for c in all_chars() {
+            let Some(b) = fullwidth_ascii(c) else { continue };
+            assert_eq!(
+                normalize(&c.to_string()),
+                char::from(b.to_ascii_lowercase()).to_string(),
+                "{c:?}"
+            );
+            assert_eq!(canonical_combining_class(c), 0, "{c:?}");
+        }
+        assert_eq!(fullwidth_ascii('\u{FF00}'), None);
+        assert_eq!(fullwidth_ascii('\u{FF5F}'), None);
+        // A boundary before it: after any character it normalizes on its own.
+        for x in all_chars() {
+            for c in ['Ａ', '，'] {
+                let s: String = [x, c].iter().collect();
+                let mut want = normalize(&x.to_string());
+                want.push_str(&normalize(&c.to_string()));
+                assert_eq!(normalize(&s), want, "{x:?} {c:?}");
+            }
+        }
+        let mut buf = String::new();
+        for t in ["Ａ\u{301}", "中，\u{301}文", "，，Ａｂ，", "a，b"] {
+            normalize_into(t, &mut buf);
+            assert_eq!(buf, normalize(t), "{t:?}");
         }
     }
 
