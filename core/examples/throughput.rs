@@ -7,6 +7,8 @@
 //! repetition of each is reported. MB are 10^6 bytes of document text (line terminators not
 //! counted), the same bytes that `octet_length(body)` sums in SQL.
 //!
+//! `--only SUBSTRING` keeps the measurements whose name contains it (for a profiler).
+//!
 //! A SPEC is `tokenizer[:shingle[:weighting[:stopwords]]]`, e.g. `jieba`, `char:3`,
 //! `word:1:binary:false`. Without `--config` the three SQL variants of the benchmark are measured:
 //! `jieba`, `word` (the SQL defaults) and `char:3`. Each configuration is measured twice: `fingerprint`
@@ -111,8 +113,10 @@ fn main() {
     let mut file = None;
     let mut reps = 3usize;
     let mut configs = Vec::new();
+    let mut only: Option<String> = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--only" => only = Some(args.next().expect("--only SUBSTRING")),
             "--reps" => reps = args.next().and_then(|s| s.parse().ok()).expect("--reps N"),
             "--config" => configs.push(parse_config(&args.next().expect("--config SPEC"))),
             "-h" | "--help" => {
@@ -203,6 +207,9 @@ fn main() {
                     .sum()
             }),
         });
+    }
+    if let Some(only) = &only {
+        cases.retain(|c| c.name.contains(only.as_str()));
     }
     for (case, best) in cases.iter().zip(best_of_interleaved(reps, &cases)) {
         report(&case.name, bytes, docs.len(), &best);

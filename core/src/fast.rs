@@ -458,65 +458,77 @@ fn scan_one(text: &str, p: usize) -> Option<(usize, bool)> {
 // ---------------------------------------------------------------------------------------------
 // Steps 3–6: filtering, shingles, hashing.
 
-/// The last `n` kept tokens, in reused byte buffers.
+/// The last `n` kept tokens, stored joined by the separator in one reused byte buffer, so that the
+/// window is always one contiguous slice: the exact bytes the reference joins and hashes.
 struct Ring {
     n: usize,
-    slots: Vec<Vec<u8>>,
-    /// Index of the oldest token once the ring is full.
-    head: usize,
-    len: usize,
-    kept: usize,
     sep: &'static [u8],
+    /// `…sep token sep token`: the kept tokens since the last compaction.
+    buf: Vec<u8>,
+    /// Start in `buf` of each of the last `n` tokens; `starts[head]` is the oldest once full.
+    starts: Vec<usize>,
+    head: usize,
+    kept: usize,
 }
+
+/// `buf` is compacted (the bytes before the window dropped) when it grows past this.
+const RING_COMPACT_AT: usize = 1 << 14;
 
 impl Ring {
     fn new(options: &Options) -> Self {
         Ring {
-            n: options.shingle,
-            slots: Vec::new(),
-            head: 0,
-            len: 0,
-            kept: 0,
+            n: options.shingle.max(1),
             sep: options.tokenizer.shingle_separator().as_bytes(),
+            buf: Vec::new(),
+            starts: Vec::new(),
+            head: 0,
+            kept: 0,
         }
     }
 
     /// Adds a kept token; returns the hash of the full window if there is one.
     #[inline]
     fn push(&mut self, token: &str) -> Option<u64> {
+        if self.starts.len() == self.n && self.buf.len() > RING_COMPACT_AT {
+            let from = self.starts[self.head];
+            self.buf.drain(..from);
+            self.starts.iter_mut().for_each(|s| *s -= from);
+        }
+        if self.kept > 0 {
+            self.buf.extend_from_slice(self.sep);
+        }
+        let start = self.buf.len();
+        self.buf.extend_from_slice(token.as_bytes());
         self.kept += 1;
-        if self.len < self.n {
-            if self.slots.len() < self.n {
-                self.slots.push(Vec::new());
+        if self.starts.len() < self.n {
+            self.starts.push(start);
+            if self.starts.len() < self.n {
+                return None;
             }
-            let slot = &mut self.slots[self.len];
-            slot.clear();
-            slot.extend_from_slice(token.as_bytes());
-            self.len += 1;
         } else {
-            let slot = &mut self.slots[self.head];
-            slot.clear();
-            slot.extend_from_slice(token.as_bytes());
+            self.starts[self.head] = start;
             self.head = (self.head + 1) % self.n;
         }
-        (self.len == self.n).then(|| self.hash())
+        Some(self.window_hash())
     }
 
-    /// FNV-1a of the window's tokens joined by the separator, oldest first, then fmix64.
-    fn hash(&self) -> u64 {
+    /// FNV-1a of the window's bytes (oldest token to the end), then fmix64.
+    #[inline]
+    fn window_hash(&self) -> u64 {
+        let from = self.starts.get(self.head).copied().unwrap_or(0);
         let mut h = Fnv1a64::default();
-        for k in 0..self.len {
-            if k > 0 {
-                h.write(self.sep);
-            }
-            h.write(&self.slots[(self.head + k) % self.n]);
-        }
+        h.write(self.buf.get(from..).unwrap_or_default());
         fmix64(h.finish())
     }
 
-    /// A text with fewer than n kept tokens gives one feature: all of them joined.
+    /// A text with fewer than n kept tokens gives one feature: all of them joined (`buf` was never
+    /// compacted, it holds exactly those).
     fn finish(&self) -> Option<u64> {
-        (self.n > 1 && self.kept > 0 && self.kept < self.n).then(|| self.hash())
+        (self.n > 1 && self.kept > 0 && self.kept < self.n).then(|| {
+            let mut h = Fnv1a64::default();
+            h.write(&self.buf);
+            fmix64(h.finish())
+        })
     }
 }
 
@@ -603,7 +615,6 @@ fn for_each_feature_hash(
                 return;
             }
             let result = if single {
-                ring.kept += 1;
                 sink(token_hash(token), Some(token))
             } else {
                 match ring.push(token) {
