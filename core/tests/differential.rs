@@ -352,12 +352,14 @@ fn fast_path_equals_reference() {
     );
 }
 
-/// Long real texts, whole and in small chunks.
+/// Long real texts, whole and in small chunks; the longest (53 kB) makes the shingle buffer of the
+/// fast path compact itself several times.
 #[test]
 fn long_documents_agree() {
     let zh = include_str!("../../tests/data/long_zh.txt");
     let en = include_str!("../../tests/data/long_en.txt");
-    for text in [zh, en] {
+    let mixed = [zh, en].concat().repeat(3);
+    for text in [zh, en, mixed.as_str()] {
         for options in all_options() {
             for chunking in [
                 Chunking::default(),
