@@ -248,8 +248,29 @@ enum Ascii {
     Other,       // everything else
 }
 
+/// [`class_of`] for the 128 ASCII bytes, looked up instead of branched on.
+const ASCII_CLASSES: [Ascii; 128] = {
+    let mut table = [Ascii::Other; 128];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = class_of(b as u8);
+        b += 1;
+    }
+    table
+};
+
 #[inline]
 fn ascii_class(b: u8) -> Ascii {
+    ASCII_CLASSES[usize::from(b & 0x7F)]
+}
+
+/// Whether `b` is an ASCII letter, digit or `_` (the bytes of a word that join without context).
+#[inline]
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+const fn class_of(b: u8) -> Ascii {
     match b {
         b'a'..=b'z' | b'A'..=b'Z' => Ascii::Letter,
         b'0'..=b'9' => Ascii::Digit,
@@ -404,6 +425,9 @@ fn scan_one(text: &str, p: usize) -> Option<(usize, bool)> {
         Ascii::Letter | Ascii::Digit | Ascii::Underscore => {
             let mut j = p + 1;
             loop {
+                while bytes.get(j).is_some_and(|&b| is_word_byte(b)) {
+                    j += 1;
+                }
                 match next_at(text, j) {
                     // WB5, WB8–10, WB13a–b: letters, digits and '_' hold together.
                     Next::Ascii(Ascii::Letter | Ascii::Digit | Ascii::Underscore) => j += 1,
@@ -471,6 +495,17 @@ struct Ring {
     kept: usize,
 }
 
+/// Appends `bytes`: one by one when few (a call to `memcpy` costs more than a character's bytes).
+#[inline]
+fn push_bytes(buf: &mut Vec<u8>, bytes: &[u8]) {
+    if bytes.len() <= 4 {
+        buf.reserve(4);
+        bytes.iter().for_each(|&b| buf.push(b));
+    } else {
+        buf.extend_from_slice(bytes);
+    }
+}
+
 /// `buf` is compacted (the bytes before the window dropped) when it grows past this.
 const RING_COMPACT_AT: usize = 1 << 14;
 
@@ -495,10 +530,10 @@ impl Ring {
             self.starts.iter_mut().for_each(|s| *s -= from);
         }
         if self.kept > 0 {
-            self.buf.extend_from_slice(self.sep);
+            push_bytes(&mut self.buf, self.sep);
         }
         let start = self.buf.len();
-        self.buf.extend_from_slice(token.as_bytes());
+        push_bytes(&mut self.buf, token.as_bytes());
         self.kept += 1;
         if self.starts.len() < self.n {
             self.starts.push(start);
@@ -507,7 +542,10 @@ impl Ring {
             }
         } else {
             self.starts[self.head] = start;
-            self.head = (self.head + 1) % self.n;
+            self.head += 1;
+            if self.head == self.n {
+                self.head = 0;
+            }
         }
         Some(self.window_hash())
     }
@@ -630,7 +668,16 @@ fn for_each_feature_hash(
             Tokenizer::Word => scan_words(normalized, &mut on_token),
             Tokenizer::Char => {
                 for (i, c) in normalized.char_indices() {
-                    on_token(&normalized[i..i + c.len_utf8()], false);
+                    // The check of `keep` on the decoded character, without the Unicode tables
+                    // for ASCII and ideographs.
+                    let alnum = if c.is_ascii() {
+                        c.is_ascii_alphanumeric()
+                    } else {
+                        is_ideograph(c) || c.is_alphanumeric()
+                    };
+                    if alnum {
+                        on_token(&normalized[i..i + c.len_utf8()], true);
+                    }
                 }
             }
             Tokenizer::Jieba => {
