@@ -119,11 +119,26 @@ pub fn is_cjk_punctuation(c: char) -> bool {
 /// reference instead.
 pub fn normalize_into(chunk: &str, out: &mut String) {
     out.clear();
+    let bytes = chunk.as_bytes();
     let mut copied = 0; // chunk[..copied] is in `out`
     let mut piece = 0; // start of the current piece: the last cut
     let mut dirty = false; // chunk[piece..] holds an unstable character
     let mut sigma = false;
-    for (i, c) in chunk.char_indices() {
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let c = if b < 0x80 {
+            char::from(b)
+        } else {
+            match char_at(chunk, i) {
+                Some(c) => c,
+                None => {
+                    // Not reached on a `str`; if it were, the reference is right by definition.
+                    sigma = true;
+                    break;
+                }
+            }
+        };
         if is_stable(c) {
             if dirty {
                 sigma |= push_general(&chunk[piece..i], out);
@@ -146,6 +161,7 @@ pub fn normalize_into(chunk: &str, out: &mut String) {
             copied = piece;
             dirty = true;
         }
+        i += c.len_utf8();
     }
     if dirty {
         sigma |= push_general(&chunk[piece..], out);
@@ -387,6 +403,37 @@ fn scan_words<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
     let bytes = text.as_bytes();
     let mut p = 0;
     while p < bytes.len() {
+        // A run of ideographs and CJK punctuation, each character decoded once: the same
+        // decisions as `scan_one` at each of them (a break after each, as long as the next
+        // character is known).
+        if bytes[p] >= 0x80 {
+            if let Some(mut c) = char_at(text, p).filter(|&c| is_plain_other(c)) {
+                loop {
+                    let end = p + c.len_utf8();
+                    let next = match bytes.get(end) {
+                        None => None,
+                        Some(&b) if b < 0x80 => None,
+                        Some(_) => match char_at(text, end) {
+                            Some(n) if is_plain_other(n) => Some(n),
+                            _ => break, // unknown: `scan_one` below bails out at p
+                        },
+                    };
+                    if is_ideograph(c) {
+                        if let Some(token) = text.get(p..end) {
+                            f(token, true);
+                        }
+                    }
+                    p = end;
+                    match next {
+                        Some(n) => c = n,
+                        None => break,
+                    }
+                }
+                if p >= bytes.len() || bytes[p] < 0x80 {
+                    continue;
+                }
+            }
+        }
         match scan_one(text, p) {
             Some((end, emit)) => {
                 if emit {
