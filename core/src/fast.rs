@@ -127,6 +127,16 @@ pub fn normalize_into(chunk: &str, out: &mut String) {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
+        if b < 0x80 && !dirty {
+            // A run of ASCII in a clean stretch: each byte a cut, nothing to do until the last.
+            let mut j = i + 1;
+            while bytes.get(j).is_some_and(|&b| b < 0x80) {
+                j += 1;
+            }
+            piece = j - 1;
+            i = j;
+            continue;
+        }
         let c = if b < 0x80 {
             char::from(b)
         } else {
@@ -198,12 +208,10 @@ pub fn is_normalized_quick(chunk: &str) -> bool {
 
 /// Appends `s` with ASCII capitals lowercased (bytes ≥ 0x80 are left alone, so UTF-8 stays valid).
 fn push_ascii_lowercased(s: &str, out: &mut String) {
-    if !s.bytes().any(|b| b.is_ascii_uppercase()) {
-        out.push_str(s);
-    } else {
-        let start = out.len();
-        out.push_str(s);
-        out[start..].make_ascii_lowercase();
+    let start = out.len();
+    out.push_str(s);
+    if let Some(appended) = out.get_mut(start..) {
+        appended.make_ascii_lowercase();
     }
 }
 
@@ -663,6 +671,65 @@ fn is_stop_word_fast(token: &str) -> bool {
     token.len() <= *longest && set.contains(token)
 }
 
+/// [`Ring`] for the 'char' tokenizer, whose shingles are `n` characters joined by "": the last `n`
+/// kept characters, hashed through their UTF-8 bytes.
+struct CharRing {
+    n: usize,
+    chars: Vec<char>,
+    /// The oldest character once full.
+    head: usize,
+    kept: usize,
+}
+
+impl CharRing {
+    fn new(n: usize) -> Self {
+        CharRing {
+            n: n.max(1),
+            chars: Vec::new(),
+            head: 0,
+            kept: 0,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, c: char) -> Option<u64> {
+        self.kept += 1;
+        if self.chars.len() < self.n {
+            self.chars.push(c);
+            if self.chars.len() < self.n {
+                return None;
+            }
+        } else {
+            self.chars[self.head] = c;
+            self.head += 1;
+            if self.head == self.n {
+                self.head = 0;
+            }
+        }
+        let (newer, older) = self.chars.split_at(self.head);
+        Some(chars_hash(older.iter().chain(newer)))
+    }
+
+    /// Fewer than n kept characters: all of them, in order (`head` is still 0).
+    fn finish(&self) -> Option<u64> {
+        (self.n > 1 && self.kept > 0 && self.kept < self.n).then(|| chars_hash(self.chars.iter()))
+    }
+}
+
+#[inline]
+fn chars_hash<'a>(chars: impl Iterator<Item = &'a char>) -> u64 {
+    let mut h = Fnv1a64::default();
+    let mut utf8 = [0u8; 4];
+    for &c in chars {
+        if c.is_ascii() {
+            h.write(&[c as u8]);
+        } else {
+            h.write(c.encode_utf8(&mut utf8).as_bytes());
+        }
+    }
+    fmix64(h.finish())
+}
+
 #[inline]
 fn token_hash(token: &str) -> u64 {
     let mut h = Fnv1a64::default();
@@ -680,6 +747,9 @@ fn for_each_feature_hash(
     mut sink: impl FnMut(u64, Option<&str>) -> Result<(), OutOfMemory>,
 ) -> Result<(), OutOfMemory> {
     let mut ring = Ring::new(options);
+    // 'char' shingles (tokens of one character, joined by ""): a ring of characters.
+    let char_shingles = options.tokenizer == Tokenizer::Char;
+    let mut char_ring = CharRing::new(options.shingle);
     let mut buf = String::new();
     let mut failed: Option<OutOfMemory> = None;
     let stopwords = options.stopwords;
@@ -699,13 +769,16 @@ fn for_each_feature_hash(
             if failed.is_some() || !keep_fast(token, stopwords, alnum) {
                 return;
             }
-            let result = if single {
-                sink(token_hash(token), Some(token))
+            let pushed = if single {
+                Some(token_hash(token))
+            } else if char_shingles {
+                token.chars().next().and_then(|c| char_ring.push(c))
             } else {
-                match ring.push(token) {
-                    Some(h) => sink(h, None),
-                    None => Ok(()),
-                }
+                ring.push(token)
+            };
+            let result = match pushed {
+                Some(h) => sink(h, single.then_some(token)),
+                None => Ok(()),
             };
             if let Err(e) = result {
                 failed = Some(e);
@@ -737,7 +810,12 @@ fn for_each_feature_hash(
             return Err(e);
         }
     }
-    if let Some(h) = ring.finish() {
+    let last = if char_shingles {
+        char_ring.finish()
+    } else {
+        ring.finish()
+    };
+    if let Some(h) = last {
         sink(h, None)?;
     }
     Ok(())
