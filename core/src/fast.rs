@@ -716,15 +716,18 @@ impl CharRing {
     }
 }
 
+/// FNV-1a and fmix64 of the characters' UTF-8 encoding (RFC 3629, written out: one to four bytes).
 #[inline]
 fn chars_hash<'a>(chars: impl Iterator<Item = &'a char>) -> u64 {
     let mut h = Fnv1a64::default();
-    let mut utf8 = [0u8; 4];
     for &c in chars {
-        if c.is_ascii() {
-            h.write(&[c as u8]);
-        } else {
-            h.write(c.encode_utf8(&mut utf8).as_bytes());
+        let v = u32::from(c);
+        let cont = |shift: u32| 0x80 | ((v >> shift) & 0x3F) as u8;
+        match v {
+            0..=0x7F => h.write(&[v as u8]),
+            0x80..=0x7FF => h.write(&[0xC0 | (v >> 6) as u8, cont(0)]),
+            0x800..=0xFFFF => h.write(&[0xE0 | (v >> 12) as u8, cont(6), cont(0)]),
+            _ => h.write(&[0xF0 | (v >> 18) as u8, cont(12), cont(6), cont(0)]),
         }
     }
     fmix64(h.finish())
@@ -1211,6 +1214,33 @@ mod tests {
             let mut seen = Vec::new();
             scan_words(t, |t, alnum| seen.push((t, alnum)));
             assert_eq!(seen, vec![(t, true)]);
+        }
+    }
+
+    #[test]
+    fn chars_hash_is_the_hash_of_the_utf8() {
+        let chars: Vec<char> = [
+            'a',
+            '\u{7f}',
+            '\u{80}',
+            'é',
+            '\u{7ff}',
+            '\u{800}',
+            '中',
+            '\u{ffff}',
+            '😀',
+            '\u{10ffff}',
+        ]
+        .into_iter()
+        .chain(all_chars().step_by(4099))
+        .collect();
+        for w in chars.windows(3) {
+            let s: String = w.iter().collect();
+            assert_eq!(
+                chars_hash(w.iter()),
+                fmix64(crate::hash::fnv1a64(s.as_bytes())),
+                "{s:?}"
+            );
         }
     }
 
