@@ -637,11 +637,18 @@ fn keep_fast(token: &str, stopwords: bool, alnum: bool) -> bool {
 
 #[inline]
 fn has_alnum(token: &str) -> bool {
+    // Most tokens are decided by their first character: an ASCII letter or digit, an ideograph.
+    match token.as_bytes().first() {
+        Some(b) if b.is_ascii_alphanumeric() => return true,
+        Some(&b) if b >= 0x80 && char_at(token, 0).is_some_and(is_ideograph) => return true,
+        _ => {}
+    }
     token.chars().any(|c| {
         if c.is_ascii() {
             c.is_ascii_alphanumeric()
         } else {
-            is_ideograph(c) || c.is_alphanumeric()
+            // CJK punctuation is not alphanumeric (test `ideographs_are_alphanumeric`).
+            !is_cjk_punctuation(c) && (is_ideograph(c) || c.is_alphanumeric())
         }
     })
 }
@@ -1190,6 +1197,9 @@ mod tests {
     fn ideographs_are_alphanumeric() {
         for c in all_chars().filter(|&c| is_ideograph(c)) {
             assert!(c.is_alphanumeric(), "{c:?}");
+        }
+        for c in all_chars().filter(|&c| is_cjk_punctuation(c)) {
+            assert!(!c.is_alphanumeric(), "{c:?}");
         }
     }
 
