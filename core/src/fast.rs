@@ -896,6 +896,22 @@ fn grow_set(s: &mut HashSet<u64>) -> Result<(), OutOfMemory> {
     Ok(())
 }
 
+/// The hash of every feature of `text`, in order and with repeats, by the fast path (`None` when
+/// [`fast_path_supports`] says no): compared with
+/// [`crate::fingerprint::reference_feature_hashes`] by the differential test.
+pub fn feature_hashes(text: &str, options: &Options, chunking: Chunking) -> Option<Vec<u64>> {
+    if !fast_path_supports(options) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for_each_feature_hash(text, options, chunking, &mut || {}, |h, _| {
+        out.push(h);
+        Ok(())
+    })
+    .ok()?;
+    Some(out)
+}
+
 /// The fast path of [`crate::try_fingerprint_with`]; `None` when [`fast_path_supports`] says no.
 pub fn try_fingerprint_fast(
     text: &str,

@@ -344,6 +344,17 @@ pub fn reference_try_fingerprint_with(
     })
 }
 
+/// The hash of every feature of `text`, in order and with repeats, by the reference pipeline: the
+/// stream that the differential test compares the fast path's with.
+pub fn reference_feature_hashes(text: &str, options: &Options, chunking: Chunking) -> Vec<u64> {
+    let mut out = Vec::new();
+    let _ = for_each_feature(text, options, chunking, &mut || {}, |f| {
+        out.push(f.hash());
+        Ok(())
+    });
+    out
+}
+
 /// The distinct features of `text` with their weights and hashes, in order of first occurrence.
 pub fn features(text: &str, options: &Options, interrupt: &mut dyn FnMut()) -> Vec<Feature> {
     try_features(text, options, interrupt).unwrap_or_else(|e| e.abort())

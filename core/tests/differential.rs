@@ -1,6 +1,7 @@
 //! Differential fuzzing of the fast path (issue 10): for random Unicode weighted towards the hard
 //! cases, and for every option set, the fast path must return exactly what the reference pipeline
-//! returns, with default, small and hard-cut chunking. Its parts are compared on their own as well:
+//! returns, with default, small and hard-cut chunking, and the same stream of feature hashes (a
+//! fingerprint can hide one wrong feature among many). Its parts are compared on their own as well:
 //! the fast normalization with `normalize`, the word scanner with `split_word_bounds`.
 //!
 //! The test suite runs a short pass (150 texts, each with every option set and three chunkings). A long run:
@@ -13,8 +14,10 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use simhash_core::fast::{fast_path_supports, for_each_word, normalize_into, try_fingerprint_fast};
-use simhash_core::fingerprint::reference_try_fingerprint_with;
+use simhash_core::fast::{
+    fast_path_supports, feature_hashes, for_each_word, normalize_into, try_fingerprint_fast,
+};
+use simhash_core::fingerprint::{reference_feature_hashes, reference_try_fingerprint_with};
 use simhash_core::normalize::normalize;
 use simhash_core::tokenize::keep;
 use simhash_core::{try_fingerprint_with, Chunking, Options, Tokenizer, Weighting};
@@ -298,6 +301,16 @@ fn check(text: &str, target: usize, all: &[Options]) -> Result<(), TestCaseError
         ] {
             let reference = reference_try_fingerprint_with(text, options, chunking, &mut || {})
                 .map_err(|e| TestCaseError::fail(format!("{e}")))?;
+            // The feature streams first: a fingerprint can hide a wrong feature among many.
+            if let Some(fast_features) = feature_hashes(text, options, chunking) {
+                prop_assert_eq!(
+                    fast_features,
+                    reference_feature_hashes(text, options, chunking),
+                    "features {:?} {:?}",
+                    options,
+                    chunking
+                );
+            }
             let fast = try_fingerprint_fast(text, options, chunking, &mut || {});
             prop_assert_eq!(fast.is_some(), fast_path_supports(options));
             let fast = match fast {
@@ -352,7 +365,7 @@ fn fast_path_equals_reference() {
     );
 }
 
-/// Long real texts, whole and in small chunks; the longest (53 kB) makes the shingle buffer of the
+/// Long real texts, whole and in small chunks, feature by feature; the longest (53 kB) makes the shingle buffer of the
 /// fast path compact itself several times.
 #[test]
 fn long_documents_agree() {
@@ -368,6 +381,10 @@ fn long_documents_agree() {
                     limit: 1000,
                 },
             ] {
+                if let Some(fast_features) = feature_hashes(text, &options, chunking) {
+                    let reference = reference_feature_hashes(text, &options, chunking);
+                    assert!(fast_features == reference, "features {options:?} {chunking:?}");
+                }
                 let reference = reference_try_fingerprint_with(text, &options, chunking, &mut || {}).unwrap();
                 let public = try_fingerprint_with(text, &options, chunking, &mut || {}).unwrap();
                 assert_eq!(public, reference, "{options:?} {chunking:?}");
