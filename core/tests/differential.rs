@@ -4,11 +4,17 @@
 //! fingerprint can hide one wrong feature among many). Its parts are compared on their own as well:
 //! the fast normalization with `normalize`, the word scanner with `split_word_bounds`.
 //!
-//! The test suite runs a short pass (150 texts, each with every option set and three chunkings). A long run:
+//! The test suite runs a short pass (150 texts, each with every option set and three chunkings). A
+//! long run:
 //!
 //! ```sh
 //! FUZZ_SECONDS=600 cargo test --release -p simhash_core --test differential -- --nocapture
 //! ```
+//!
+//! Long runs on branch `speed` (issue 10), no difference found: 7,950 texts in 675 s (commit bc69453,
+//! fingerprints only), 11,100 texts in 722 s (fc6b842, fingerprints only), and at 78a4dc3 with the
+//! feature streams compared too: 16,650 texts in 601 s; each text with all 72 option sets and three
+//! chunkings.
 
 use std::time::{Duration, Instant};
 
