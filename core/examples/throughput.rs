@@ -7,9 +7,13 @@
 //! repetition of each is reported. MB are 10^6 bytes of document text (line terminators not
 //! counted), the same bytes that `octet_length(body)` sums in SQL.
 //!
+//! `--only SUBSTRING` keeps the measurements whose name contains it (for a profiler).
+//!
 //! A SPEC is `tokenizer[:shingle[:weighting[:stopwords]]]`, e.g. `jieba`, `char:3`,
 //! `word:1:binary:false`. Without `--config` the three SQL variants of the benchmark are measured:
-//! `jieba` (the SQL defaults), `word` and `char:3`.
+//! `jieba`, `word` (the SQL defaults) and `char:3`. Each configuration is measured twice: `fingerprint`
+//! (the public function: the fast path where it applies) and `reference` (the straightforward
+//! pipeline the fast path is tested against); their checksums must be equal.
 //!
 //! Output: one tab-separated line per measurement,
 //!
@@ -25,7 +29,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use simhash_core::{fingerprint, Options};
+use simhash_core::fingerprint::reference_try_fingerprint_with;
+use simhash_core::{fingerprint, Chunking, Options};
 
 struct Config {
     name: String,
@@ -108,8 +113,10 @@ fn main() {
     let mut file = None;
     let mut reps = 3usize;
     let mut configs = Vec::new();
+    let mut only: Option<String> = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--only" => only = Some(args.next().expect("--only SUBSTRING")),
             "--reps" => reps = args.next().and_then(|s| s.parse().ok()).expect("--reps N"),
             "--config" => configs.push(parse_config(&args.next().expect("--config SPEC"))),
             "-h" | "--help" => {
@@ -160,6 +167,19 @@ fn main() {
                 .sum()
         }),
     });
+    // The fast normalization alone (what the fast path does instead of `normalize`).
+    cases.push(Case {
+        name: "normalize-fast".into(),
+        work: Box::new(|| {
+            let mut buf = String::new();
+            docs.iter()
+                .map(|d| {
+                    simhash_core::fast::normalize_into(black_box(d), &mut buf);
+                    buf.len() as i128
+                })
+                .sum()
+        }),
+    });
     for config in &configs {
         cases.push(Case {
             name: config.name.clone(),
@@ -170,6 +190,26 @@ fn main() {
                     .sum()
             }),
         });
+        cases.push(Case {
+            name: config.name.replacen("fingerprint", "reference", 1),
+            work: Box::new(|| {
+                docs.iter()
+                    .filter_map(|d| {
+                        reference_try_fingerprint_with(
+                            black_box(d),
+                            &config.options,
+                            Chunking::default(),
+                            &mut || {},
+                        )
+                        .unwrap_or_else(|e| e.abort())
+                    })
+                    .map(|fp| fp as i64 as i128)
+                    .sum()
+            }),
+        });
+    }
+    if let Some(only) = &only {
+        cases.retain(|c| c.name.contains(only.as_str()));
     }
     for (case, best) in cases.iter().zip(best_of_interleaved(reps, &cases)) {
         report(&case.name, bytes, docs.len(), &best);

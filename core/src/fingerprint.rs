@@ -272,7 +272,24 @@ pub fn fingerprint_with(
 
 /// [`fingerprint_with`] that reports a failure to allocate the collections growing with the number of
 /// distinct features (`'binary'` and `'tfidf'` weighting; `'tf'` needs none) instead of aborting.
+///
+/// Runs the fast path ([`crate::fast`]) when it supports the options, otherwise the reference
+/// pipeline [`reference_try_fingerprint_with`]; both give the same fingerprints.
 pub fn try_fingerprint_with(
+    text: &str,
+    options: &Options,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+) -> Result<Option<u64>, OutOfMemory> {
+    match crate::fast::try_fingerprint_fast(text, options, chunking, interrupt) {
+        Some(result) => result,
+        None => reference_try_fingerprint_with(text, options, chunking, interrupt),
+    }
+}
+
+/// The reference pipeline of [`try_fingerprint_with`]: the straightforward steps of SPEC §2, kept as
+/// the definition that the fast path is tested against.
+pub fn reference_try_fingerprint_with(
     text: &str,
     options: &Options,
     chunking: Chunking,
@@ -353,6 +370,17 @@ fn float_weight(weighting: Weighting, tf: f64, idf: f64) -> f64 {
         Weighting::LogTf | Weighting::LogTfIdf => (1.0 + tf.ln()) * idf,
         Weighting::Tf | Weighting::Binary | Weighting::TfIdf => tf * idf,
     }
+}
+
+/// The hash of every feature of `text`, in order and with repeats, by the reference pipeline: the
+/// stream that the differential test compares the fast path's with.
+pub fn reference_feature_hashes(text: &str, options: &Options, chunking: Chunking) -> Vec<u64> {
+    let mut out = Vec::new();
+    let _ = for_each_feature(text, options, chunking, &mut || {}, |f| {
+        out.push(f.hash());
+        Ok(())
+    });
+    out
 }
 
 /// The distinct features of `text` with their weights and hashes, in order of first occurrence.

@@ -3,6 +3,7 @@
 
 pub mod bands;
 pub mod error;
+pub mod fast;
 pub mod fingerprint;
 pub mod fold;
 pub mod hash;

@@ -1,0 +1,1318 @@
+//! The fast path of the fingerprint (issue 10): the same fingerprints as the reference pipeline of
+//! [`crate::fingerprint`], bit for bit, in less time. It differs from the reference only in how it
+//! gets there:
+//!
+//! - **Normalization** ([`normalize_into`]) copies runs of characters that NFKC and lowercasing leave
+//!   alone (ASCII, lowercased byte-wise; CJK ideographs; Hangul syllables; a few CJK punctuation
+//!   marks) and sends only the rest through NFKC and lowercasing. See [`is_stable`] for why the text
+//!   may be cut before such a character.
+//! - **Word segmentation** ([`for_each_word`]) scans ASCII and CJK-ideograph runs itself, with the
+//!   UAX #29 rules that can apply there, and hands every other stretch of text, cut at positions
+//!   where UAX #29 always breaks, to `unicode-segmentation`.
+//! - **Shingles** are hashed from a ring of reused byte buffers: no string per window.
+//! - **Accumulation** counts eight bits per byte lane of a `u64` (eight 8-bit counters per word,
+//!   flushed before they can overflow) instead of one counter per bit per feature.
+//!
+//! Options the fast path does not know fall back to the reference: see [`fast_path_supports`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use unicode_normalization::UnicodeNormalization;
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::error::{memory_low, OutOfMemory};
+use crate::hash::{fmix64, Fnv1a64};
+use crate::idf::IdfTable;
+use crate::normalize::{chunks, normalize, Chunking};
+use crate::options::{Options, Tokenizer, Weighting};
+use crate::tokenize::jieba;
+#[cfg(test)]
+use crate::tokenize::keep;
+
+/// Whether [`try_fingerprint_fast`] handles these options. It matches explicitly on the values it
+/// knows, so that a tokenizer or weighting added later takes the reference path until someone
+/// extends the fast path (and its differential test). A field added to [`Options`] later does the
+/// same: [`options_fields_known`] sees it and turns the fast path off altogether.
+pub fn fast_path_supports(options: &Options) -> bool {
+    let tokenizer = matches!(
+        options.tokenizer,
+        Tokenizer::Word | Tokenizer::Char | Tokenizer::Jieba
+    );
+    let weighting = match options.weighting {
+        Weighting::Tf | Weighting::Binary => true,
+        // The reference looks up the IDF of the joined shingle text; only single tokens here.
+        Weighting::TfIdf => options.shingle == 1,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    };
+    // Folding (algorithm v2) is not in the fast path yet: only unfolded text takes it.
+    let fold = matches!(options.fold, crate::options::Fold::None);
+    tokenizer && weighting && fold && options.shingle >= 1 && options_fields_known()
+}
+
+/// The fields of [`Options`] this fast path was written for. `Debug` names every field, so a field
+/// added later (say, a folding flag) is noticed here without any edit to this file, and every call
+/// then takes the reference path: slower, never wrong.
+const KNOWN_FIELDS: [&str; 5] = ["tokenizer", "shingle", "weighting", "stopwords", "fold"];
+
+pub fn options_fields_known() -> bool {
+    static KNOWN: OnceLock<bool> = OnceLock::new();
+    *KNOWN.get_or_init(|| {
+        let shown = format!("{:?}", Options::default());
+        let Some(inner) = shown.strip_prefix("Options {").and_then(|s| s.strip_suffix('}')) else {
+            return false;
+        };
+        let names: Vec<&str> = inner
+            .split(',')
+            .filter_map(|field| field.split(':').next())
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .collect();
+        names == KNOWN_FIELDS
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 1: normalization.
+
+/// A character that NFKC and full lowercasing leave as it is, with a normalization boundary before
+/// it: canonical combining class 0, NFKC quick check Yes (so it never composes with a character
+/// before it), no decomposition, its own lowercase. Cutting the text before such a character and
+/// normalizing the pieces gives the normalization of the whole (the test
+/// `stable_characters_are_normalization_boundaries` checks every one of them against the tables of
+/// unicode-normalization). ASCII capitals qualify for NFKC; their lowercasing is the ASCII one.
+#[inline]
+pub fn is_stable(c: char) -> bool {
+    c.is_ascii() || is_ideograph(c) || is_hangul_syllable(c) || is_cjk_punctuation(c)
+}
+
+/// CJK Unified Ideographs and Extension A: UAX #29 class Other (one token each), NFKC-stable.
+#[inline]
+pub fn is_ideograph(c: char) -> bool {
+    matches!(c, '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}')
+}
+
+#[inline]
+fn is_hangul_syllable(c: char) -> bool {
+    matches!(c, '\u{AC00}'..='\u{D7A3}')
+}
+
+/// Punctuation common in Chinese text that is NFKC-stable and of UAX #29 class Other (checked by
+/// the tests `stable_characters_are_normalization_boundaries` and `plain_others_break_both_sides`).
+#[inline]
+pub fn is_cjk_punctuation(c: char) -> bool {
+    matches!(
+        c,
+        '\u{3001}' | '\u{3002}' // 、。
+            | '\u{300A}'
+            ..='\u{3011}' // 《》「」『』【】
+            | '\u{201C}' | '\u{201D}' // “”
+            | '\u{2014}' // —
+    )
+}
+
+/// `normalize(chunk)` (NFKC, then full lowercase), written into `out`.
+///
+/// The chunk is cut before every stable character (see [`is_stable`]); a piece made only of stable
+/// characters is copied, with ASCII capitals lowercased; any other piece goes through NFKC and
+/// per-character lowercasing. `str::to_lowercase` is per-character except for `Σ`, whose lowercase
+/// depends on its neighbours: if any NFKC output contains `Σ`, the chunk is normalized whole by the
+/// reference instead.
+pub fn normalize_into(chunk: &str, out: &mut String) {
+    out.clear();
+    let bytes = chunk.as_bytes();
+    let mut copied = 0; // chunk[..copied] is in `out`
+    let mut piece = 0; // start of the current piece: the last cut
+    let mut dirty = false; // chunk[piece..] holds an unstable character
+    let mut sigma = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 && !dirty {
+            // A run of ASCII in a clean stretch: each byte a cut, nothing to do until the last.
+            let mut j = i + 1;
+            while bytes.get(j).is_some_and(|&b| b < 0x80) {
+                j += 1;
+            }
+            piece = j - 1;
+            i = j;
+            continue;
+        }
+        let c = if b < 0x80 {
+            char::from(b)
+        } else {
+            match char_at(chunk, i) {
+                Some(c) => c,
+                None => {
+                    // Not reached on a `str`; if it were, the reference is right by definition.
+                    sigma = true;
+                    break;
+                }
+            }
+        };
+        if is_stable(c) {
+            if dirty {
+                sigma |= push_general(&chunk[piece..i], out);
+                copied = i;
+                dirty = false;
+            }
+            piece = i;
+        } else if fullwidth_ascii(c).is_some() {
+            // Also a normalization boundary, but not its own normal form: a piece of its own.
+            if dirty {
+                sigma |= push_general(&chunk[piece..i], out);
+            } else {
+                push_ascii_lowercased(&chunk[copied..i], out);
+            }
+            copied = i;
+            piece = i;
+            dirty = true;
+        } else if !dirty {
+            push_ascii_lowercased(&chunk[copied..piece], out);
+            copied = piece;
+            dirty = true;
+        }
+        i += c.len_utf8();
+    }
+    if dirty {
+        sigma |= push_general(&chunk[piece..], out);
+    } else {
+        push_ascii_lowercased(&chunk[copied..], out);
+    }
+    if sigma {
+        out.clear();
+        out.push_str(&normalize(chunk));
+    }
+}
+
+/// Whether `normalize(chunk) == chunk`: every character stable and no ASCII capital.
+#[inline]
+pub fn is_normalized_quick(chunk: &str) -> bool {
+    let bytes = chunk.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 {
+            if b.is_ascii_uppercase() {
+                return false;
+            }
+            i += 1;
+            continue;
+        }
+        match char_at(chunk, i) {
+            Some(c) if is_stable(c) => i += c.len_utf8(),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Appends `s` with ASCII capitals lowercased (bytes ≥ 0x80 are left alone, so UTF-8 stays valid).
+fn push_ascii_lowercased(s: &str, out: &mut String) {
+    let start = out.len();
+    out.push_str(s);
+    if let Some(appended) = out.get_mut(start..) {
+        appended.make_ascii_lowercase();
+    }
+}
+
+/// The full-width forms of ASCII `！`–`～` (U+FF01–U+FF5E): NFKC maps each to the ASCII character
+/// 0xFEE0 below it. Like a stable character, each is a normalization boundary (combining class 0,
+/// and its decomposition starts with an ASCII character, which composes with nothing before it);
+/// the test `fullwidth_forms_normalize_to_ascii` checks both.
+#[inline]
+pub fn fullwidth_ascii(c: char) -> Option<u8> {
+    match c {
+        '\u{FF01}'..='\u{FF5E}' => u8::try_from(u32::from(c) - 0xFEE0).ok(),
+        _ => None,
+    }
+}
+
+/// Appends NFKC(s), lowercased character by character; returns whether NFKC(s) contains `Σ`.
+fn push_general(s: &str, out: &mut String) -> bool {
+    // The common case in Chinese text: one full-width punctuation mark between two stable
+    // characters.
+    let mut it = s.chars();
+    if let (Some(c), None) = (it.next(), it.next()) {
+        if let Some(b) = fullwidth_ascii(c) {
+            out.push(char::from(b.to_ascii_lowercase()));
+            return false;
+        }
+    }
+    let mut sigma = false;
+    for c in s.nfkc() {
+        if c == 'Σ' {
+            sigma = true;
+        }
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.extend(c.to_lowercase());
+        }
+    }
+    sigma
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 2: the 'word' tokenizer.
+
+/// UAX #29 word-break classes of the ASCII characters (Unicode 16, as in unicode-segmentation
+/// 1.13.3; the test `ascii_scanner_matches_uax29_exhaustively` checks them against the crate).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ascii {
+    Letter,      // A-Z a-z: ALetter
+    Digit,       // 0-9: Numeric
+    Underscore,  // _: ExtendNumLet
+    MidLetter,   // ':'
+    MidNum,      // ',' ';'
+    MidNumLetQ,  // '.' (MidNumLet) and '\'' (Single_Quote)
+    Space,       // ' ': WSegSpace
+    Cr,          // '\r'
+    Newline,     // '\n', VT, FF: LF / Newline
+    DoubleQuote, // '"'
+    Other,       // everything else
+}
+
+/// [`class_of`] for the 128 ASCII bytes, looked up instead of branched on.
+const ASCII_CLASSES: [Ascii; 128] = {
+    let mut table = [Ascii::Other; 128];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = class_of(b as u8);
+        b += 1;
+    }
+    table
+};
+
+#[inline]
+fn ascii_class(b: u8) -> Ascii {
+    ASCII_CLASSES[usize::from(b & 0x7F)]
+}
+
+/// Whether `b` is an ASCII letter, digit or `_` (the bytes of a word that join without context).
+#[inline]
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+const fn class_of(b: u8) -> Ascii {
+    match b {
+        b'a'..=b'z' | b'A'..=b'Z' => Ascii::Letter,
+        b'0'..=b'9' => Ascii::Digit,
+        b'_' => Ascii::Underscore,
+        b':' => Ascii::MidLetter,
+        b',' | b';' => Ascii::MidNum,
+        b'.' | b'\'' => Ascii::MidNumLetQ,
+        b' ' => Ascii::Space,
+        b'\r' => Ascii::Cr,
+        b'\n' | 0x0B | 0x0C => Ascii::Newline,
+        b'"' => Ascii::DoubleQuote,
+        _ => Ascii::Other,
+    }
+}
+
+/// What follows a token: a character whose class the scanner knows, or something else.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    End,
+    Ascii(Ascii),
+    /// A CJK ideograph or one of [`is_cjk_punctuation`]: class Other, never Extend/Format/ZWJ.
+    PlainOther,
+    Unknown,
+}
+
+#[inline]
+fn next_at(text: &str, i: usize) -> Next {
+    let bytes = text.as_bytes();
+    match bytes.get(i) {
+        None => Next::End,
+        Some(&b) if b < 0x80 => Next::Ascii(ascii_class(b)),
+        Some(_) => match char_at(text, i) {
+            Some(c) if is_plain_other(c) => Next::PlainOther,
+            _ => Next::Unknown,
+        },
+    }
+}
+
+/// The character starting at byte `i` of `text`, decoded by hand when it takes three bytes (all of
+/// the BMP's CJK); `None` past the end or off a character boundary.
+#[inline]
+fn char_at(text: &str, i: usize) -> Option<char> {
+    let bytes = text.as_bytes();
+    match bytes.get(i..i.checked_add(3)?) {
+        // `text` is valid UTF-8: a lead byte 1110xxxx starts a 3-byte character.
+        Some(&[b0, b1, b2]) if b0 & 0xF0 == 0xE0 => {
+            char::from_u32((u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F))
+        }
+        _ => text.get(i..)?.chars().next(),
+    }
+}
+
+#[inline]
+fn is_plain_other(c: char) -> bool {
+    is_ideograph(c) || is_cjk_punctuation(c)
+}
+
+/// Where a stretch handed to unicode-segmentation may end: before a character at which UAX #29
+/// always breaks and after which no rule looks back past it. A CJK ideograph or CJK punctuation
+/// mark (class Other), an ASCII character of class Other or a line break (WB3b; `\n` not after
+/// `\r`), or a space not after a space (WB3d joins only WSegSpace runs; the ASCII character before
+/// is no WSegSpace). Letters, digits, `_`, the mid-word punctuation and both quotes (WB7a–c join
+/// them to Hebrew letters) are never anchors.
+fn next_anchor(text: &str, from: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut i = from;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 {
+            let anchor = match ascii_class(b) {
+                Ascii::Other | Ascii::Cr => true,
+                Ascii::Newline => !(b == b'\n' && bytes.get(i.wrapping_sub(1)) == Some(&b'\r')),
+                Ascii::Space => i > 0 && bytes[i - 1] < 0x80 && bytes[i - 1] != b' ',
+                _ => false,
+            };
+            if anchor && i > from {
+                return i;
+            }
+            i += 1;
+        } else {
+            match char_at(text, i) {
+                Some(c) => {
+                    if i > from && is_plain_other(c) {
+                        return i;
+                    }
+                    i += c.len_utf8();
+                }
+                None => i += 1,
+            }
+        }
+    }
+    bytes.len()
+}
+
+/// Calls `f` with every UAX #29 word of `text` that could be kept (spaces and line breaks are
+/// left out: they have no alphanumeric character), in order: the same tokens as
+/// `text.split_word_bounds()` minus some that `keep` drops anyway.
+///
+/// The scanner stands at a position where UAX #29 breaks and no rule looks back past it (the start,
+/// or the end of a token it has confirmed). From there it reads one ASCII token or one ideograph,
+/// and confirms its end only if the character after it is known (ASCII, an ideograph, a CJK
+/// punctuation mark, or the end): then the ASCII rules below are the whole story, since no
+/// Extend/Format/ZWJ character can follow. Otherwise it hands the stretch up to the next anchor
+/// ([`next_anchor`]) to unicode-segmentation.
+pub fn for_each_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    scan_words(text, |t, _| f(t));
+}
+
+/// [`for_each_word`] that also tells whether the token is known to hold an alphanumeric character
+/// (`true`: a letter-or-digit run of the scanner or an ideograph; `false`: not known, a token of
+/// unicode-segmentation or one starting with `_`).
+#[inline]
+fn scan_words<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
+    let bytes = text.as_bytes();
+    let mut p = 0;
+    while p < bytes.len() {
+        // A run of ideographs and CJK punctuation, each character decoded once: the same
+        // decisions as `scan_one` at each of them (a break after each, as long as the next
+        // character is known).
+        if bytes[p] >= 0x80 {
+            if let Some(mut c) = char_at(text, p).filter(|&c| is_plain_other(c)) {
+                loop {
+                    let end = p + c.len_utf8();
+                    let next = match bytes.get(end) {
+                        None => None,
+                        Some(&b) if b < 0x80 => None,
+                        Some(_) => match char_at(text, end) {
+                            Some(n) if is_plain_other(n) => Some(n),
+                            _ => break, // unknown: `scan_one` below bails out at p
+                        },
+                    };
+                    if is_ideograph(c) {
+                        if let Some(token) = text.get(p..end) {
+                            f(token, true);
+                        }
+                    }
+                    p = end;
+                    match next {
+                        Some(n) => c = n,
+                        None => break,
+                    }
+                }
+                if p >= bytes.len() || bytes[p] < 0x80 {
+                    continue;
+                }
+            }
+        }
+        match scan_one(text, p) {
+            Some((end, emit)) => {
+                if emit {
+                    f(&text[p..end], bytes[p] != b'_');
+                }
+                p = end;
+            }
+            None => {
+                let r = next_anchor(text, p);
+                text[p..r].split_word_bounds().for_each(|t| f(t, false));
+                p = r;
+            }
+        }
+    }
+}
+
+/// One token from `p`: its end and whether it may hold an alphanumeric character, or `None` when
+/// the scanner cannot be sure of the boundaries.
+#[inline]
+fn scan_one(text: &str, p: usize) -> Option<(usize, bool)> {
+    let bytes = text.as_bytes();
+    let b = *bytes.get(p)?;
+    if b >= 0x80 {
+        let c = char_at(text, p)?;
+        if !is_plain_other(c) {
+            return None;
+        }
+        // Other ÷ anything but Extend/Format/ZWJ (WB4), and the next character is known.
+        let end = p + c.len_utf8();
+        return match next_at(text, end) {
+            Next::Unknown => None,
+            _ => Some((end, is_ideograph(c))),
+        };
+    }
+    match ascii_class(b) {
+        Ascii::Letter | Ascii::Digit | Ascii::Underscore => {
+            let mut j = p + 1;
+            loop {
+                while bytes.get(j).is_some_and(|&b| is_word_byte(b)) {
+                    j += 1;
+                }
+                match next_at(text, j) {
+                    // WB5, WB8–10, WB13a–b: letters, digits and '_' hold together.
+                    Next::Ascii(Ascii::Letter | Ascii::Digit | Ascii::Underscore) => j += 1,
+                    Next::Ascii(mid @ (Ascii::MidLetter | Ascii::MidNum | Ascii::MidNumLetQ)) => {
+                        // WB6/7 and WB11/12: letter mid letter, digit mid digit.
+                        let before = ascii_class(bytes[j - 1]);
+                        let after = match next_at(text, j + 1) {
+                            Next::Ascii(a) => a,
+                            Next::End | Next::PlainOther => Ascii::Other,
+                            Next::Unknown => return None,
+                        };
+                        let joins = (before == Ascii::Letter
+                            && after == Ascii::Letter
+                            && matches!(mid, Ascii::MidLetter | Ascii::MidNumLetQ))
+                            || (before == Ascii::Digit
+                                && after == Ascii::Digit
+                                && matches!(mid, Ascii::MidNum | Ascii::MidNumLetQ));
+                        if joins {
+                            j += 2;
+                        } else {
+                            return Some((j, true));
+                        }
+                    }
+                    Next::Unknown => return None,
+                    _ => return Some((j, true)),
+                }
+            }
+        }
+        Ascii::Space => {
+            let mut j = p + 1;
+            while bytes.get(j) == Some(&b' ') {
+                j += 1;
+            }
+            // WB3d joins spaces; a following Extend would join the run (WB4): only known ends.
+            match next_at(text, j) {
+                Next::Unknown => None,
+                _ => Some((j, false)),
+            }
+        }
+        // WB3, WB3a: CR LF is one token; a break always follows a line break.
+        Ascii::Cr if bytes.get(p + 1) == Some(&b'\n') => Some((p + 2, false)),
+        Ascii::Cr | Ascii::Newline => Some((p + 1, false)),
+        // A lone punctuation mark: at this position nothing before it is a letter or digit that
+        // could join across it (the scanner would have joined them), so it is its own token.
+        _ => match next_at(text, p + 1) {
+            Next::Unknown => None,
+            _ => Some((p + 1, false)),
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps 3–6: filtering, shingles, hashing.
+
+/// The last `n` kept tokens, stored joined by the separator in one reused byte buffer, so that the
+/// window is always one contiguous slice: the exact bytes the reference joins and hashes.
+struct Ring {
+    n: usize,
+    sep: &'static [u8],
+    /// `…sep token sep token`: the kept tokens since the last compaction.
+    buf: Vec<u8>,
+    /// Start in `buf` of each of the last `n` tokens; `starts[head]` is the oldest once full.
+    starts: Vec<usize>,
+    head: usize,
+    kept: usize,
+}
+
+/// Appends `bytes`: one by one when few (a call to `memcpy` costs more than a character's bytes).
+#[inline]
+fn push_bytes(buf: &mut Vec<u8>, bytes: &[u8]) {
+    if bytes.len() <= 4 {
+        buf.reserve(4);
+        bytes.iter().for_each(|&b| buf.push(b));
+    } else {
+        buf.extend_from_slice(bytes);
+    }
+}
+
+/// `buf` is compacted (the bytes before the window dropped) when it grows past this.
+const RING_COMPACT_AT: usize = 1 << 14;
+
+impl Ring {
+    fn new(options: &Options) -> Self {
+        Ring {
+            n: options.shingle.max(1),
+            sep: options.tokenizer.shingle_separator().as_bytes(),
+            buf: Vec::new(),
+            starts: Vec::new(),
+            head: 0,
+            kept: 0,
+        }
+    }
+
+    /// Adds a kept token; returns the hash of the full window if there is one.
+    #[inline]
+    fn push(&mut self, token: &str) -> Option<u64> {
+        if self.starts.len() == self.n && self.buf.len() > RING_COMPACT_AT {
+            let from = self.starts[self.head];
+            self.buf.drain(..from);
+            self.starts.iter_mut().for_each(|s| *s -= from);
+        }
+        if self.kept > 0 {
+            push_bytes(&mut self.buf, self.sep);
+        }
+        let start = self.buf.len();
+        push_bytes(&mut self.buf, token.as_bytes());
+        self.kept += 1;
+        if self.starts.len() < self.n {
+            self.starts.push(start);
+            if self.starts.len() < self.n {
+                return None;
+            }
+        } else {
+            self.starts[self.head] = start;
+            self.head += 1;
+            if self.head == self.n {
+                self.head = 0;
+            }
+        }
+        Some(self.window_hash())
+    }
+
+    /// FNV-1a of the window's bytes (oldest token to the end), then fmix64.
+    #[inline]
+    fn window_hash(&self) -> u64 {
+        let from = self.starts.get(self.head).copied().unwrap_or(0);
+        let mut h = Fnv1a64::default();
+        h.write(self.buf.get(from..).unwrap_or_default());
+        fmix64(h.finish())
+    }
+
+    /// A text with fewer than n kept tokens gives one feature: all of them joined (`buf` was never
+    /// compacted, it holds exactly those).
+    fn finish(&self) -> Option<u64> {
+        (self.n > 1 && self.kept > 0 && self.kept < self.n).then(|| {
+            let mut h = Fnv1a64::default();
+            h.write(&self.buf);
+            fmix64(h.finish())
+        })
+    }
+}
+
+/// `keep(token, stopwords)` (step 3) with cheaper checks: `alnum` says the caller already knows that
+/// the token has an alphanumeric character; ASCII and CJK ideographs are tested without the Unicode
+/// tables (every character of the two ideograph blocks is alphabetic: test
+/// `ideographs_are_alphanumeric`); stop words are looked up in a set hashed with FNV instead of
+/// SipHash, holding the same words.
+#[inline]
+fn keep_fast(token: &str, stopwords: bool, alnum: bool) -> bool {
+    (alnum || has_alnum(token)) && !(stopwords && is_stop_word_fast(token))
+}
+
+#[inline]
+fn has_alnum(token: &str) -> bool {
+    // Most tokens are decided by their first character: an ASCII letter or digit, an ideograph.
+    match token.as_bytes().first() {
+        Some(b) if b.is_ascii_alphanumeric() => return true,
+        Some(&b) if b >= 0x80 && char_at(token, 0).is_some_and(is_ideograph) => return true,
+        _ => {}
+    }
+    token.chars().any(|c| {
+        if c.is_ascii() {
+            c.is_ascii_alphanumeric()
+        } else {
+            // CJK punctuation is not alphanumeric (test `ideographs_are_alphanumeric`).
+            !is_cjk_punctuation(c) && (is_ideograph(c) || c.is_alphanumeric())
+        }
+    })
+}
+
+#[derive(Default)]
+struct FnvHasher(Fnv1a64);
+
+impl std::hash::Hasher for FnvHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        fmix64(self.0.finish())
+    }
+}
+
+type FnvSet = HashSet<&'static str, std::hash::BuildHasherDefault<FnvHasher>>;
+
+fn is_stop_word_fast(token: &str) -> bool {
+    static SET: OnceLock<(FnvSet, usize)> = OnceLock::new();
+    let (set, longest) = SET.get_or_init(|| {
+        let set: FnvSet = crate::stopwords::all().collect();
+        let longest = set.iter().map(|w| w.len()).max().unwrap_or(0);
+        (set, longest)
+    });
+    token.len() <= *longest && set.contains(token)
+}
+
+/// [`Ring`] for the 'char' tokenizer, whose shingles are `n` characters joined by "": the last `n`
+/// kept characters, hashed through their UTF-8 bytes.
+struct CharRing {
+    n: usize,
+    chars: Vec<char>,
+    /// The oldest character once full.
+    head: usize,
+    kept: usize,
+}
+
+impl CharRing {
+    fn new(n: usize) -> Self {
+        CharRing {
+            n: n.max(1),
+            chars: Vec::new(),
+            head: 0,
+            kept: 0,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, c: char) -> Option<u64> {
+        self.kept += 1;
+        if self.chars.len() < self.n {
+            self.chars.push(c);
+            if self.chars.len() < self.n {
+                return None;
+            }
+        } else {
+            self.chars[self.head] = c;
+            self.head += 1;
+            if self.head == self.n {
+                self.head = 0;
+            }
+        }
+        let (newer, older) = self.chars.split_at(self.head);
+        Some(chars_hash(older.iter().chain(newer)))
+    }
+
+    /// Fewer than n kept characters: all of them, in order (`head` is still 0).
+    fn finish(&self) -> Option<u64> {
+        (self.n > 1 && self.kept > 0 && self.kept < self.n).then(|| chars_hash(self.chars.iter()))
+    }
+}
+
+/// FNV-1a and fmix64 of the characters' UTF-8 encoding (RFC 3629, written out: one to four bytes).
+#[inline]
+fn chars_hash<'a>(chars: impl Iterator<Item = &'a char>) -> u64 {
+    let mut h = Fnv1a64::default();
+    for &c in chars {
+        let v = u32::from(c);
+        let cont = |shift: u32| 0x80 | ((v >> shift) & 0x3F) as u8;
+        match v {
+            0..=0x7F => h.write(&[v as u8]),
+            0x80..=0x7FF => h.write(&[0xC0 | (v >> 6) as u8, cont(0)]),
+            0x800..=0xFFFF => h.write(&[0xE0 | (v >> 12) as u8, cont(6), cont(0)]),
+            _ => h.write(&[0xF0 | (v >> 18) as u8, cont(12), cont(6), cont(0)]),
+        }
+    }
+    fmix64(h.finish())
+}
+
+#[inline]
+fn token_hash(token: &str) -> u64 {
+    let mut h = Fnv1a64::default();
+    h.write(token.as_bytes());
+    fmix64(h.finish())
+}
+
+/// Calls `sink(hash, token)` for every feature of `text` (the token is given for `shingle = 1`
+/// only), chunk by chunk like the reference, calling `interrupt` between chunks.
+fn for_each_feature_hash(
+    text: &str,
+    options: &Options,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+    mut sink: impl FnMut(u64, Option<&str>) -> Result<(), OutOfMemory>,
+) -> Result<(), OutOfMemory> {
+    let mut ring = Ring::new(options);
+    // 'char' shingles (tokens of one character, joined by ""): a ring of characters.
+    let char_shingles = options.tokenizer == Tokenizer::Char;
+    let mut char_ring = CharRing::new(options.shingle);
+    let mut buf = String::new();
+    let mut failed: Option<OutOfMemory> = None;
+    let stopwords = options.stopwords;
+    let single = options.shingle == 1;
+    for chunk in chunks(text, chunking) {
+        interrupt();
+        if memory_low() {
+            return Err(OutOfMemory { features: 0 });
+        }
+        let normalized: &str = if is_normalized_quick(chunk) {
+            chunk
+        } else {
+            normalize_into(chunk, &mut buf);
+            &buf
+        };
+        let mut on_token = |token: &str, alnum: bool| {
+            if failed.is_some() || !keep_fast(token, stopwords, alnum) {
+                return;
+            }
+            let pushed = if single {
+                Some(token_hash(token))
+            } else if char_shingles {
+                token.chars().next().and_then(|c| char_ring.push(c))
+            } else {
+                ring.push(token)
+            };
+            let result = match pushed {
+                Some(h) => sink(h, single.then_some(token)),
+                None => Ok(()),
+            };
+            if let Err(e) = result {
+                failed = Some(e);
+            }
+        };
+        match options.tokenizer {
+            Tokenizer::Word => scan_words(normalized, &mut on_token),
+            Tokenizer::Char => {
+                for (i, c) in normalized.char_indices() {
+                    // The check of `keep` on the decoded character, without the Unicode tables
+                    // for ASCII and ideographs.
+                    let alnum = if c.is_ascii() {
+                        c.is_ascii_alphanumeric()
+                    } else {
+                        is_ideograph(c) || c.is_alphanumeric()
+                    };
+                    if alnum {
+                        on_token(&normalized[i..i + c.len_utf8()], true);
+                    }
+                }
+            }
+            Tokenizer::Jieba => {
+                for token in jieba().cut(normalized, true) {
+                    on_token(token.word, false);
+                }
+            }
+            // A tokenizer added later never gets here: `fast_path_supports` sends it to the reference.
+            #[allow(unreachable_patterns)]
+            _ => {}
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+    }
+    let last = if char_shingles {
+        char_ring.finish()
+    } else {
+        ring.finish()
+    };
+    if let Some(h) = last {
+        sink(h, None)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps 7–9: accumulation.
+
+const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+
+/// Per-bit counts of one bits, eight bits at a time: `lanes[j]` holds, in its byte k, the count of
+/// features whose bit `8k + j` is set since the last flush. A byte counts at most 255, so the lanes
+/// are flushed into `ones` every 255 features.
+struct SwarCounts {
+    lanes: [u64; 8],
+    pending: u32,
+    ones: [u64; 64],
+    total: u64,
+}
+
+impl SwarCounts {
+    fn new() -> Self {
+        SwarCounts {
+            lanes: [0; 8],
+            pending: 0,
+            ones: [0; 64],
+            total: 0,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, hash: u64) {
+        for (j, lane) in self.lanes.iter_mut().enumerate() {
+            *lane += (hash >> j) & LOW_BITS;
+        }
+        self.pending += 1;
+        if self.pending == 255 {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        for (j, lane) in self.lanes.iter_mut().enumerate() {
+            for k in 0..8 {
+                self.ones[8 * k + j] += (*lane >> (8 * k)) & 0xFF;
+            }
+            *lane = 0;
+        }
+        self.total += u64::from(self.pending);
+        self.pending = 0;
+    }
+
+    /// Bit i set iff `v[i] = 2·ones[i] − total > 0`.
+    fn fingerprint(mut self) -> Option<u64> {
+        self.flush();
+        (self.total > 0)
+            .then(|| (0..64).fold(0u64, |fp, i| fp | (u64::from(2 * self.ones[i] > self.total) << i)))
+    }
+}
+
+fn grow_set(s: &mut HashSet<u64>) -> Result<(), OutOfMemory> {
+    if memory_low() {
+        return Err(OutOfMemory { features: s.len() });
+    }
+    if s.len() == s.capacity() {
+        s.try_reserve(1).map_err(|_| OutOfMemory { features: s.len() })?;
+    }
+    Ok(())
+}
+
+/// The hash of every feature of `text`, in order and with repeats, by the fast path (`None` when
+/// [`fast_path_supports`] says no): compared with
+/// [`crate::fingerprint::reference_feature_hashes`] by the differential test.
+pub fn feature_hashes(text: &str, options: &Options, chunking: Chunking) -> Option<Vec<u64>> {
+    if !fast_path_supports(options) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for_each_feature_hash(text, options, chunking, &mut || {}, |h, _| {
+        out.push(h);
+        Ok(())
+    })
+    .ok()?;
+    Some(out)
+}
+
+/// The fast path of [`crate::try_fingerprint_with`]; `None` when [`fast_path_supports`] says no.
+pub fn try_fingerprint_fast(
+    text: &str,
+    options: &Options,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+) -> Option<Result<Option<u64>, OutOfMemory>> {
+    if !fast_path_supports(options) {
+        return None;
+    }
+    run(text, options, chunking, interrupt).transpose()
+}
+
+fn run(
+    text: &str,
+    options: &Options,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+) -> Result<Option<Option<u64>>, OutOfMemory> {
+    Ok(Some(match options.weighting {
+        Weighting::Tf => {
+            let mut counts = SwarCounts::new();
+            for_each_feature_hash(text, options, chunking, interrupt, |h, _| {
+                counts.add(h);
+                Ok(())
+            })?;
+            counts.fingerprint()
+        }
+        // The reference keeps distinct features by hash too: the same set, the same counts.
+        Weighting::Binary => {
+            let mut counts = SwarCounts::new();
+            let mut seen = HashSet::new();
+            for_each_feature_hash(text, options, chunking, interrupt, |h, _| {
+                grow_set(&mut seen)?;
+                if seen.insert(h) {
+                    counts.add(h);
+                }
+                Ok(())
+            })?;
+            counts.fingerprint()
+        }
+        // Float sums depend on order: the reference's exact steps (distinct features by hash, in
+        // order of first occurrence, tf · idf), only with the faster tokens.
+        Weighting::TfIdf => {
+            let idf = IdfTable::get();
+            let mut index: HashMap<u64, usize> = HashMap::new();
+            let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
+            for_each_feature_hash(text, options, chunking, interrupt, |h, token| {
+                let i = match index.get(&h) {
+                    Some(&i) => i,
+                    None => {
+                        if memory_low() {
+                            return Err(OutOfMemory {
+                                features: distinct.len(),
+                            });
+                        }
+                        index.try_reserve(1).map_err(|_| OutOfMemory {
+                            features: index.len(),
+                        })?;
+                        distinct.try_reserve(1).map_err(|_| OutOfMemory {
+                            features: distinct.len(),
+                        })?;
+                        distinct.push((h, 0, idf.idf(token.unwrap_or_default())));
+                        index.insert(h, distinct.len() - 1);
+                        distinct.len() - 1
+                    }
+                };
+                distinct[i].1 += 1;
+                Ok(())
+            })?;
+            (!distinct.is_empty()).then(|| {
+                crate::fingerprint::accumulate(distinct.iter().map(|&(h, tf, idf)| (h, tf as f64 * idf)))
+            })
+        }
+        // A weighting added later: fast_path_supports already said no.
+        #[allow(unreachable_patterns)]
+        _ => return Ok(None),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unicode_normalization::char::{canonical_combining_class, decompose_canonical};
+    use unicode_normalization::{is_nfkc_quick, IsNormalized};
+
+    fn all_chars() -> impl Iterator<Item = char> {
+        (0..=0x10FFFFu32).filter_map(char::from_u32)
+    }
+
+    fn kept_reference(text: &str) -> Vec<&str> {
+        text.split_word_bounds().filter(|t| keep(t, false)).collect()
+    }
+
+    fn kept_fast(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        for_each_word(text, |t| {
+            if keep(t, false) {
+                out.push(t)
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn stable_characters_are_normalization_boundaries() {
+        let stable: Vec<char> = all_chars().filter(|&c| is_stable(c)).collect();
+        assert!(stable.len() > 38_000, "{}", stable.len());
+        for &c in &stable {
+            let s = c.to_string();
+            assert_eq!(
+                normalize(&s),
+                s.to_ascii_lowercase(),
+                "{c:?} is not its own normal form"
+            );
+            assert_eq!(canonical_combining_class(c), 0, "{c:?}");
+            assert_eq!(is_nfkc_quick(std::iter::once(c)), IsNormalized::Yes, "{c:?}");
+        }
+        // No canonical composition has a stable character as its second part: the full canonical
+        // decomposition of a composite ends with its second part.
+        for z in all_chars() {
+            let mut d = Vec::new();
+            decompose_canonical(z, |x| d.push(x));
+            if d.len() >= 2 {
+                assert!(!is_stable(d[d.len() - 1]), "{z:?} decomposes to {d:?}");
+            }
+        }
+        // And empirically: a stable character after any character normalizes on its own.
+        for x in all_chars() {
+            let alone = normalize(&x.to_string());
+            for c in ['Q', '中'] {
+                let s: String = [x, c].iter().collect();
+                let mut want = alone.clone();
+                want.push(c.to_ascii_lowercase());
+                assert_eq!(normalize(&s), want, "{x:?} {c:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fullwidth_forms_normalize_to_ascii() {
+        for c in all_chars() {
+            let Some(b) = fullwidth_ascii(c) else { continue };
+            assert_eq!(
+                normalize(&c.to_string()),
+                char::from(b.to_ascii_lowercase()).to_string(),
+                "{c:?}"
+            );
+            assert_eq!(canonical_combining_class(c), 0, "{c:?}");
+        }
+        assert_eq!(fullwidth_ascii('\u{FF00}'), None);
+        assert_eq!(fullwidth_ascii('\u{FF5F}'), None);
+        // A boundary before it: after any character it normalizes on its own.
+        for x in all_chars() {
+            for c in ['Ａ', '，'] {
+                let s: String = [x, c].iter().collect();
+                let mut want = normalize(&x.to_string());
+                want.push_str(&normalize(&c.to_string()));
+                assert_eq!(normalize(&s), want, "{x:?} {c:?}");
+            }
+        }
+        let mut buf = String::new();
+        for t in ["Ａ\u{301}", "中，\u{301}文", "，，Ａｂ，", "a，b"] {
+            normalize_into(t, &mut buf);
+            assert_eq!(buf, normalize(t), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn lowercase_is_per_character_except_sigma() {
+        for c in all_chars().filter(|&c| c != 'Σ') {
+            let s = c.to_string();
+            assert_eq!(c.to_lowercase().collect::<String>(), s.to_lowercase(), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn normalize_into_equals_normalize() {
+        let cases = [
+            "",
+            "abc",
+            "ABC Def",
+            "ＡＢＣ，中文！",
+            "a\u{301}b",
+            "A\u{301}",
+            "가\u{11a8}",
+            "\u{1100}\u{1161}\u{11a8}",
+            "ΣΑΣ ΟΔΟΣ. aΣ b",
+            "İstanbul straße ẞ ﬁ",
+            "ｶﾞ ① ½ ㊀",
+            "“引号”《书名》—",
+            "\u{301}leading mark",
+        ];
+        let mut buf = String::new();
+        for case in cases {
+            normalize_into(case, &mut buf);
+            assert_eq!(buf, normalize(case), "{case:?}");
+            // Conservative: it may say no to a normalized text ("\u{301}…"), never yes to another.
+            assert!(!is_normalized_quick(case) || normalize(case) == case, "{case:?}");
+        }
+    }
+
+    #[test]
+    fn ascii_scanner_matches_uax29_exhaustively() {
+        // Every ASCII string of up to 3 characters.
+        let mut s = String::new();
+        for a in 0u8..128 {
+            for b in 0u8..128 {
+                for c in 0u8..128 {
+                    s.clear();
+                    s.extend([a as char, b as char, c as char]);
+                    for len in [1, 2, 3] {
+                        let t = &s[..len];
+                        assert_eq!(kept_fast(t), kept_reference(t), "{t:?}");
+                    }
+                }
+            }
+        }
+        // Every string of up to 5 characters over one representative of each class, and the
+        // characters the scanner must not decide about.
+        let alphabet = [
+            'a',
+            'Z',
+            '7',
+            '_',
+            ':',
+            ',',
+            ';',
+            '.',
+            '\'',
+            ' ',
+            '\r',
+            '\n',
+            '\u{b}',
+            '"',
+            '-',
+            '\t',
+            '中',
+            '。',
+            '“',
+            'é',
+            '\u{301}',
+            '\u{5d0}',
+            '\u{3000}',
+            '\u{200d}',
+            '\u{1f1e6}',
+            '가',
+            'ア',
+        ];
+        let n = alphabet.len();
+        for len in 1..=4u32 {
+            for mut k in 0..n.pow(len) {
+                s.clear();
+                for _ in 0..len {
+                    s.push(alphabet[k % n]);
+                    k /= n;
+                }
+                assert_eq!(kept_fast(&s), kept_reference(&s), "{s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn plain_others_break_both_sides() {
+        let neighbours = [
+            "a",
+            "Z",
+            "7",
+            "_",
+            ":",
+            ",",
+            ";",
+            ".",
+            "'",
+            " ",
+            "\r",
+            "\n",
+            "\"",
+            "-",
+            "中",
+            "。",
+            "a.",
+            "1,",
+            "a'",
+            "\u{5d0}",
+            "\u{5d0}\"",
+        ];
+        for c in all_chars().filter(|&c| is_plain_other(c)) {
+            let c = c.to_string();
+            for n in neighbours {
+                for t in [format!("{n}{c}{n}"), format!("{n}{c}"), format!("{c}{n}")] {
+                    assert_eq!(kept_fast(&t), kept_reference(&t), "{t:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ideographs_are_alphanumeric() {
+        for c in all_chars().filter(|&c| is_ideograph(c)) {
+            assert!(c.is_alphanumeric(), "{c:?}");
+        }
+        for c in all_chars().filter(|&c| is_cjk_punctuation(c)) {
+            assert!(!c.is_alphanumeric(), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn keep_fast_equals_keep() {
+        let mut words: Vec<String> = crate::stopwords::all().map(str::to_owned).collect();
+        words.extend(
+            [
+                "", "_", "__", "a", "_a", "中", "。", "，", "x1", "...", "Ⅻ", "①", "the", "The", "的了",
+            ]
+            .map(String::from),
+        );
+        words.extend(all_chars().step_by(7).map(String::from));
+        for w in &words {
+            for stopwords in [false, true] {
+                assert_eq!(keep_fast(w, stopwords, false), keep(w, stopwords), "{w:?}");
+            }
+        }
+        // Tokens the scanner vouches for.
+        for t in ["abc", "a.b", "1,000", "x_1", "中"] {
+            assert!(keep(t, false));
+            let mut seen = Vec::new();
+            scan_words(t, |t, alnum| seen.push((t, alnum)));
+            assert_eq!(seen, vec![(t, true)]);
+        }
+    }
+
+    #[test]
+    fn chars_hash_is_the_hash_of_the_utf8() {
+        let chars: Vec<char> = [
+            'a',
+            '\u{7f}',
+            '\u{80}',
+            'é',
+            '\u{7ff}',
+            '\u{800}',
+            '中',
+            '\u{ffff}',
+            '😀',
+            '\u{10ffff}',
+        ]
+        .into_iter()
+        .chain(all_chars().step_by(4099))
+        .collect();
+        for w in chars.windows(3) {
+            let s: String = w.iter().collect();
+            assert_eq!(
+                chars_hash(w.iter()),
+                fmix64(crate::hash::fnv1a64(s.as_bytes())),
+                "{s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn swar_counts_equal_plain_counts() {
+        let mut fast = SwarCounts::new();
+        let mut ones = [0u64; 64];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for n in 1..=2000u64 {
+            x = fmix64(x.wrapping_add(n));
+            // Skewed bits too: all-ones words make every lane count to the flush limit.
+            let h = if n % 3 == 0 { u64::MAX } else { x };
+            fast.add(h);
+            for (i, o) in ones.iter_mut().enumerate() {
+                *o += (h >> i) & 1;
+            }
+        }
+        fast.flush();
+        assert_eq!(fast.ones, ones);
+        assert_eq!(fast.total, 2000);
+    }
+
+    #[test]
+    fn current_options_take_the_fast_path() {
+        // Fails when Options gains a field: extend KNOWN_FIELDS and the fast path (or decide that
+        // the new field's non-default values fall back), then the differential test.
+        assert!(options_fields_known(), "{:?}", Options::default());
+        let word = Options {
+            tokenizer: Tokenizer::Word,
+            weighting: Weighting::Tf,
+            fold: crate::options::Fold::None,
+            ..Options::default()
+        };
+        assert!(fast_path_supports(&word));
+        // The v2 defaults (bigram, logtf, folding) take the reference path for now.
+        assert!(!fast_path_supports(&Options::default()));
+        let tfidf3 = Options {
+            shingle: 3,
+            weighting: Weighting::TfIdf,
+            ..word
+        };
+        assert!(!fast_path_supports(&tfidf3));
+    }
+}
