@@ -405,7 +405,7 @@ pub unsafe fn qualified_name(rel: pg_sys::Relation) -> String {
     format!(
         "{}.{}",
         pgrx::spi::quote_identifier(&schema),
-        pgrx::spi::quote_identifier(&relation_name(rel))
+        pgrx::spi::quote_identifier(relation_name(rel))
     )
 }
 
