@@ -161,7 +161,7 @@ mod tests {
         }
     }
 
-    #[pg_test(error = "invalid value for option \"tokenizer\": 'bpe'; allowed: 'jieba', 'word', 'char'")]
+    #[pg_test(error = "invalid value for option \"tokenizer\": 'bpe'; allowed: 'jieba', 'word', 'char', 'bigram'")]
     fn unknown_tokenizer_is_an_error() {
         fp("SELECT simhash('abc', tokenizer=>'bpe')");
     }
