@@ -29,8 +29,8 @@ backend, max_parallel_workers_per_gather = 0:
   new    simhash_near_duplicates(NULL::t, fp, max_distance => k): an untimed warm-up pass and
          BENCH_SEARCH_PASSES (2) timed passes over all queries
   old    SELECT count(*) FROM t_old o WHERE (o.b0 = $1 OR ... OR o.bk = $k+1) AND hamming(o.fp, $q) <= k
-         (static SQL in PL/pgSQL: a cached plan); one pass, the first 5 queries untimed, then as many
-         queries as fit in BENCH_SEARCH_OLD_BUDGET seconds (at least 10)
+         (static SQL in PL/pgSQL: a cached plan); one pass, the first 2 queries untimed, then as many
+         queries as fit in BENCH_SEARCH_OLD_BUDGET seconds (at least 5)
   scan   SELECT count(*) FROM t WHERE hamming(body_simhash, $q) <= k; up to BENCH_SEARCH_SCAN_QUERIES
          (5) queries per k within BENCH_SEARCH_SCAN_BUDGET seconds (at least 2), after one untimed scan
 
@@ -111,10 +111,6 @@ def fmt_ratio(x):
 
 def pct(values, q):
     return tables.percentile(values, q) if values else float("nan")
-
-
-class Timer(tables.Timed):
-    pass
 
 
 def timed_sql(conn, sql):
@@ -307,7 +303,7 @@ def measure(conn, size, v):
     qids = [r[0] for r in conn.execute(f"SELECT qid FROM {q} ORDER BY qid")]
 
     def run(method, k, p, ids, budget=1e9, min_q=1_000_000):
-        return conn.execute(f"SELECT {t}_time(%s, %s, %s, %s, %s, %s)", (method, k, p, ids, budget, min_q)).fetchone()[0]
+        return conn.execute(f"SELECT {t}_time(%s::text, %s::int, %s::int, %s::int[], %s::float8, %s::int)", (method, k, p, ids, budget, min_q)).fetchone()[0]
 
     progress(f"search: {t}: simhash_near_duplicates, warm-up and {PASSES} timed passes, k = {KS}")
     for p in range(PASSES + 1):
@@ -317,8 +313,8 @@ def measure(conn, size, v):
         conn.execute(f"INSERT INTO sr_cost SELECT '{t}', {k}, q.qid, c.* FROM {q} q, "
                      f"simhash_lookup_cost('{t}', q.fp_{v}, {k}) c")
     for k in KS:
-        run("old", k, 0, qids[:5])
-        n = run("old", k, 1, qids[5:], OLD_BUDGET, 10)
+        run("old", k, 0, qids[:2])
+        n = run("old", k, 1, qids[2:], OLD_BUDGET, 5)
         ran = [r[0] for r in conn.execute(f"SELECT qid FROM sr_times WHERE tbl = '{t}' AND k = {k} "
                                           f"AND method = 'old'")]
         run("old_cand", k, 1, ran)
@@ -452,7 +448,7 @@ def render_lookup(conn, notes, built):
                f"max_distance => k)`, untimed warm-up + {PASSES} timed passes over all queries; `old` = prepared "
                f"`WHERE (b0 = $ OR … OR bk = $) AND hamming(fp, $q) <= k` on a copy of the fingerprints with k+1 "
                f"band columns `simhash_band(fp, i, k+1)` and a B-tree index each, one pass within "
-               f"{OLD_BUDGET:.0f} s per k (at least 10 queries); `scan` = `SELECT count(*) FROM t WHERE "
+               f"{OLD_BUDGET:.0f} s per k (at least 5 queries, after 2 untimed ones); `scan` = `SELECT count(*) FROM t WHERE "
                f"hamming(body_simhash, $q) <= k`, up to {SCAN_QUERIES} queries per k within {SCAN_BUDGET:.0f} s "
                f"(with so few queries its p99 is about its maximum). Latency inside the server (clock_timestamp() "
                f"around each lookup in PL/pgSQL), one backend, no parallel workers, ms.")
@@ -570,11 +566,11 @@ def explain_where(conn, summ):
     out.append("")
     for label, (qid, cand) in picks:
         fp = conn.execute(f"SELECT fp_{v} FROM sr_q_{family(size)} WHERE qid = %s", (qid,)).fetchone()[0]
-        sql = conn.execute("SELECT simhash_near_duplicates_sql(%s, %s, 7)", (t, fp)).fetchone()[0]
+        sql = conn.execute("SELECT simhash_near_duplicates_sql(%s::regclass, %s::bigint, 7)", (t, fp)).fetchone()[0]
         conn.execute("SET max_parallel_workers_per_gather = 0")
         plan = [r[0] for r in conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {sql}")]
         plan = [ln if len(ln) <= 160 else ln[:150] + " …" for ln in plan]
-        cost = conn.execute("SELECT * FROM simhash_lookup_cost(%s, %s, 7)", (t, fp)).fetchone()
+        cost = conn.execute("SELECT * FROM simhash_lookup_cost(%s::regclass, %s::bigint, 7)", (t, fp)).fetchone()
         out.append(f"Query {qid} ({label}: {cand} index entries; simhash_lookup_cost: probes {cost[0]}, candidates "
                    f"{cost[1]}, heap fetches {cost[2]}, matches {cost[3]}):")
         out.append("")
