@@ -336,8 +336,11 @@ def summary(conn, t):
             rows = conn.execute("SELECT ms, found, qid FROM sr_times WHERE tbl = %s AND k = %s AND method = %s",
                                 (t, k, m)).fetchall()
             ms = [r[0] for r in rows]
+            best = {}
+            for ms_, _, qid in rows:
+                best[qid] = min(ms_, best.get(qid, ms_))
             out[k][m] = {"n": len({r[2] for r in rows}), "p50": pct(ms, 0.5), "p99": pct(ms, 0.99),
-                         "found": [r[1] for r in rows]}
+                         "p99best": pct(list(best.values()), 0.99), "found": [r[1] for r in rows]}
         # Exactness: rows found by the old scheme and by the scan against the new lookup, per query.
         out[k]["mismatch"] = conn.execute(
             "SELECT count(*) FROM sr_times o JOIN sr_times n ON n.tbl = o.tbl AND n.k = o.k AND n.qid = o.qid "
@@ -460,10 +463,11 @@ def render_lookup(conn, notes, built):
                f"around each lookup in PL/pgSQL), one backend, no parallel workers, ms.")
     out.append("- Candidates: `new` = index entries read (`simhash_lookup_cost().candidates`; heap fetches are "
                "only the matches); `old` = rows selected by the band OR, each fetched from the heap and checked. "
-               "`× vs scan` = scan p50 ÷ new p50; `× vs old` = old p50 ÷ new p50. `same count`: old-scheme and scan "
+               "`new p99 best`: 99th percentile of each query's fastest timed pass, which leaves out most "
+               "preemptions by other processes on the shared machine. `× vs scan` = scan p50 ÷ new p50; `× vs old` = old p50 ÷ new p50. `same count`: old-scheme and scan "
                "lookups that found as many rows as `new` did for the same query (an exactness check).")
     out.append("")
-    head = ["rows", "fp", "k", "probes", "new p50", "new p99", "cand. p50", "cand. p99", "matches mean",
+    head = ["rows", "fp", "k", "probes", "new p50", "new p99", "new p99 best", "cand. p50", "cand. p99", "matches mean",
             "scan p50 (n)", "× vs scan", "old p50", "old p99 (n)", "old cand. p50", "old cand. p99", "× vs old", "same count"]
     rows = []
     summ = {}
@@ -480,14 +484,14 @@ def render_lookup(conn, notes, built):
                 matches = x["cost"]["matches"]
                 oc = x["old_cand"]["found"]
                 rows.append([f"{size:,}", v, k, pct(x["cost"]["probes"], 0.5), fmt_ms(x["new"]["p50"]),
-                             fmt_ms(x["new"]["p99"]), pct(cand, 0.5), pct(cand, 0.99),
+                             fmt_ms(x["new"]["p99"]), fmt_ms(x["new"]["p99best"]), pct(cand, 0.5), pct(cand, 0.99),
                              f"{sum(matches) / max(1, len(matches)):.2f}",
                              f"{fmt_ms(x['scan']['p50'])} ({x['scan']['n']})",
                              fmt_ratio(x["scan"]["p50"] / x["new"]["p50"]), fmt_ms(x["old"]["p50"]),
                              f"{fmt_ms(x['old']['p99'])} ({x['old']['n']})", pct(oc, 0.5), pct(oc, 0.99),
                              fmt_ratio(x["old"]["p50"] / x["new"]["p50"]),
                              f"{x['compared'] - x['mismatch']}/{x['compared']}"])
-    out.append(md_table(head, rows, align=["r", "l"] + ["r"] * 15))
+    out.append(md_table(head, rows, align=["r", "l"] + ["r"] * 16))
     out.append("")
     # Targets
     tg = []
@@ -506,7 +510,9 @@ def render_lookup(conn, notes, built):
             p50, p99 = x["new"]["p50"], x["new"]["p99"]
             line = f"- {size:,} rows, `{v}`, k = {k}: p50 {fmt_ms(p50)} ms < {p50max} — {mark(p50 < p50max)}"
             if p99max:
-                line += f"; p99 {fmt_ms(p99)} ms < {p99max} — {mark(p99 < p99max)}"
+                pb = x["new"]["p99best"]
+                line += (f"; p99 {fmt_ms(p99)} ms < {p99max} — {mark(p99 < p99max)} (p99 of each query's best "
+                         f"pass {fmt_ms(pb)} ms — {mark(pb < p99max)})")
             if size == 1_000_000:
                 r = x["scan"]["p50"] / p50
                 line += f"; {fmt_ratio(r)} faster than the scan (≥ 100×) — {mark(r >= 100)}"
