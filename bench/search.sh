@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Issue 14, item 5, in one command, as root on Debian 12:   bash bench/search.sh
+#
+# Exact near-duplicate search on four 16-bit band indexes at k = 3, 5, 7, 8: lookup latency and
+# candidates at 100k, 1M and 10M rows against a brute-force scan and the previous k+1-band scheme,
+# and the write cost of the 'error' trigger against 'none'. Writes bench/results/search.md (see
+# bench/search.py and bench/README.md, section 6).
+#
+# Like bench/run.sh it never uses the extension installed in the system directories: it builds the
+# release package from this working tree and runs a relocated copy of PostgreSQL 15 with it, but in
+# its own directories and on its own port, so that it can run while someone runs bench/run.sh:
+#   /tmp/simhash-sbench-pkg  `cargo pgrx package` output
+#   /tmp/simhash-sbench-pg   the relocated PostgreSQL 15 with our simhash_ext.so
+#   /tmp/simhash-sbench      the throwaway server (port 54360), stopped at the end
+#
+# Knobs (environment, defaults in brackets): BENCH_SEARCH_ROWS [100000,1000000,10000000],
+# BENCH_SEARCH_K [3,5,7,8], BENCH_SEARCH_OPTIONS [def=;stop=stopwords => true] fingerprint variants
+# as name=simhash_attach options, BENCH_SEARCH_BIG_VARIANTS [1] variants used above
+# BENCH_SEARCH_SHORT_ABOVE [1000000] rows (where short texts are used), BENCH_SEARCH_QUERIES [200],
+# BENCH_SEARCH_PASSES [2], BENCH_SEARCH_OLD_BUDGET [8] s, BENCH_SEARCH_SCAN_QUERIES [5],
+# BENCH_SEARCH_SCAN_BUDGET [12] s, BENCH_WRITE_ROWS [100000], BENCH_WRITE_REPS [2],
+# BENCH_SEARCH_WRITE_K [3,7], BENCH_SEARCH_PARTS [write,lookup], BENCH_SEARCH_SKIP_BUILD [0]: 1
+# reuses the package already in /tmp/simhash-sbench-pkg.
+
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../scripts/common.sh
+source "$BENCH/../scripts/common.sh" # set -euo pipefail, ROOT, PG_CONFIG, start_server, stop_server
+
+SERVER_DIR=/tmp/simhash-sbench
+export BENCH_PORT=54360
+PRIVATE_PG=/tmp/simhash-sbench-pg
+PACKAGE=/tmp/simhash-sbench-pkg
+PY=$BENCH/.venv/bin/python
+START=$SECONDS
+step() { printf '\n[%4ds] == %s\n' $((SECONDS - START)) "$*" >&2; }
+
+step "tools: apt packages, cargo-pgrx, Python venv with psycopg"
+ensure_tools
+missing=()
+for pkg in gettext manpages-zh util-linux; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+if ((${#missing[@]})); then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+[ -x "$PY" ] || python3 -m venv "$BENCH/.venv"
+"$PY" -c 'import psycopg' 2>/dev/null || "$PY" -m pip install -q "$(grep '^psycopg' "$BENCH/requirements.txt")"
+
+cd "$ROOT"
+if [ "${BENCH_SEARCH_SKIP_BUILD:-0}" = 1 ] && [ -f "$PACKAGE/usr/lib/postgresql/15/lib/simhash_ext.so" ]; then
+    step "build: skipped (BENCH_SEARCH_SKIP_BUILD=1), using $PACKAGE"
+else
+    step "build: cargo pgrx package (release) into $PACKAGE"
+    if ! cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$PACKAGE" >"$BENCH/.search-package.log" 2>&1; then
+        cat "$BENCH/.search-package.log" >&2
+        exit 1
+    fi
+fi
+
+step "private PostgreSQL 15 in $PRIVATE_PG (system binaries, our release build of simhash_ext)"
+rm -rf "$PRIVATE_PG"
+sys_bin=/usr/lib/postgresql/15/bin
+sys_lib=$("$PG_CONFIG" --pkglibdir)
+sys_share=$("$PG_CONFIG" --sharedir)
+mkdir -p "$PRIVATE_PG$sys_bin" "$PRIVATE_PG$sys_lib" "$(dirname "$PRIVATE_PG$sys_share")"
+cp "$sys_bin/postgres" "$sys_bin/initdb" "$sys_bin/pg_ctl" "$PRIVATE_PG$sys_bin/"
+cp -r "$sys_share" "$PRIVATE_PG$sys_share"
+for f in "$sys_lib"/*; do
+    [ "$(basename "$f")" = simhash_ext.so ] || ln -s "$f" "$PRIVATE_PG$sys_lib/"
+done
+cp "$PACKAGE/usr/lib/postgresql/15/lib/simhash_ext.so" "$PRIVATE_PG$sys_lib/"
+cp "$PACKAGE"/usr/share/postgresql/15/extension/simhash_ext* "$PRIVATE_PG$sys_share/extension/"
+chmod -R a+rX "$PRIVATE_PG"
+PG_BIN=$PRIVATE_PG$sys_bin
+
+if [ ! -s "$BENCH/data/paragraphs_en.txt" ]; then
+    step "corpus: reading the real text shipped on this machine into bench/data/"
+    "$PY" "$BENCH/prepare.py"
+fi
+
+step "server: $SERVER_DIR on port $BENCH_PORT"
+start_server "$SERVER_DIR" "$BENCH_PORT" shared_buffers=512MB max_wal_size=8GB
+trap 'stop_server "$SERVER_DIR"' EXIT
+psql -h /tmp -p "$BENCH_PORT" -U postgres -qX -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION simhash_ext'
+
+export BENCH_SEARCH_MACHINE="Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc), RAM $(free -g | awk '/^Mem:/ {print $2}') GiB; $("$PG_BIN/postgres" --version); simhash_ext release build (\`cargo pgrx package\`) of commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src core sql 2>/dev/null || echo ' with uncommitted changes under src/, core/ or sql/'), loaded from $PRIVATE_PG; shared_buffers = 512MB, max_wal_size = 8GB."
+step "measuring (bench/search.py)"
+"$PY" "$BENCH/search.py"
+step "done in $((SECONDS - START)) s: bench/results/search.md"
