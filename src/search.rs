@@ -154,15 +154,8 @@ pub unsafe fn plan_for(
     ProbePlan::with_radii(query, k, nbands, &radii).or_raise()
 }
 
-/// Index entries equal to `value`, counted up to `cap`.
-unsafe fn count_entries(
-    heap: pg_sys::Relation,
-    index: pg_sys::Relation,
-    value: i32,
-    cap: u64,
-    snapshot: pg_sys::Snapshot,
-) -> u64 {
-    let scan = pg_sys::index_beginscan(heap, index, snapshot, 1, 0);
+/// Restarts an index scan on the entries whose (int) key equals `value`.
+unsafe fn rescan_equal(scan: pg_sys::IndexScanDesc, value: i32) {
     let mut key = pg_sys::ScanKeyData::default();
     pg_sys::ScanKeyInit(
         &mut key,
@@ -172,6 +165,18 @@ unsafe fn count_entries(
         pg_sys::Datum::from(value),
     );
     pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
+}
+
+/// Index entries equal to `value`, counted up to `cap`.
+unsafe fn count_entries(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    value: i32,
+    cap: u64,
+    snapshot: pg_sys::Snapshot,
+) -> u64 {
+    let scan = pg_sys::index_beginscan(heap, index, snapshot, 1, 0);
+    rescan_equal(scan, value);
     let mut n = 0;
     while n < cap && !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null() {
         n += 1;
@@ -218,15 +223,7 @@ pub unsafe fn search(
                 (*scan).xs_want_itup = band.fp_attno.is_some();
                 for &value in &probe.values {
                     counts.probes += 1;
-                    let mut key = pg_sys::ScanKeyData::default();
-                    pg_sys::ScanKeyInit(
-                        &mut key,
-                        1,
-                        pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-                        pg_sys::Oid::from(pg_sys::F_INT4EQ),
-                        pg_sys::Datum::from(value),
-                    );
-                    pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
+                    rescan_equal(scan, value);
                     loop {
                         pg_sys::check_for_interrupts!();
                         let tid =

@@ -161,7 +161,9 @@ mod tests {
         }
     }
 
-    #[pg_test(error = "invalid value for option \"tokenizer\": 'bpe'; allowed: 'jieba', 'word', 'char', 'bigram'")]
+    #[pg_test(
+        error = "invalid value for option \"tokenizer\": 'bpe'; allowed: 'jieba', 'word', 'char', 'bigram'"
+    )]
     fn unknown_tokenizer_is_an_error() {
         fp("SELECT simhash('abc', tokenizer=>'bpe')");
     }

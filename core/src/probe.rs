@@ -70,6 +70,24 @@ pub struct BandProbe {
     pub values: Vec<i32>,
 }
 
+/// Band i of `query` probed at every value within `radii[i]` bits.
+fn band_probes(query: u64, nbands: u32, radii: &[i32]) -> Vec<BandProbe> {
+    radii
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| {
+            let (start, end) = band_bits(i as u32, nbands);
+            let width = end - start;
+            let value = ((query >> start) & ((1u64 << width) - 1)) as u32;
+            BandProbe {
+                band: i as u32,
+                radius: t,
+                values: neighbours(value, width, t),
+            }
+        })
+        .collect()
+}
+
 /// How a lookup within distance k finds its candidates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbePlan {
@@ -103,22 +121,7 @@ impl ProbePlan {
                 ball_size(end - start, t) as f64 / (1u64 << (end - start)) as f64
             })
             .sum();
-        let probes = (share <= MAX_PROBED_SHARE).then(|| {
-            radii
-                .iter()
-                .enumerate()
-                .map(|(i, &t)| {
-                    let (start, end) = band_bits(i as u32, n);
-                    let width = end - start;
-                    let value = ((query >> start) & ((1u64 << width) - 1)) as u32;
-                    BandProbe {
-                        band: i as u32,
-                        radius: t,
-                        values: neighbours(value, width, t),
-                    }
-                })
-                .collect()
-        });
+        let probes = (share <= MAX_PROBED_SHARE).then(|| band_probes(query, n, &radii));
         Ok(ProbePlan {
             query,
             k,
@@ -144,22 +147,7 @@ impl ProbePlan {
             ));
         }
         if plan.probes.is_some() {
-            plan.probes = Some(
-                radii
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &t)| {
-                        let (start, end) = band_bits(i as u32, plan.nbands);
-                        let width = end - start;
-                        let value = ((query >> start) & ((1u64 << width) - 1)) as u32;
-                        BandProbe {
-                            band: i as u32,
-                            radius: t,
-                            values: neighbours(value, width, t),
-                        }
-                    })
-                    .collect(),
-            );
+            plan.probes = Some(band_probes(query, plan.nbands, radii));
         }
         plan.radii = radii.to_vec();
         Ok(plan)
