@@ -22,13 +22,15 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::error::{memory_low, OutOfMemory};
+use crate::fold::simplified_char;
 use crate::hash::{fmix64, Fnv1a64};
+use crate::idf::idf_v2;
 use crate::idf::IdfTable;
 use crate::normalize::{chunks, normalize, Chunking};
-use crate::options::{Options, Tokenizer, Weighting};
-use crate::tokenize::jieba;
+use crate::options::{Fold, Options, Tokenizer, Weighting};
 #[cfg(test)]
 use crate::tokenize::keep;
+use crate::tokenize::{is_han, jieba};
 
 /// Whether [`try_fingerprint_fast`] handles these options. It matches explicitly on the values it
 /// knows, so that a tokenizer or weighting added later takes the reference path until someone
@@ -37,17 +39,16 @@ use crate::tokenize::keep;
 pub fn fast_path_supports(options: &Options) -> bool {
     let tokenizer = matches!(
         options.tokenizer,
-        Tokenizer::Word | Tokenizer::Char | Tokenizer::Jieba
+        Tokenizer::Word | Tokenizer::Char | Tokenizer::Jieba | Tokenizer::Bigram
     );
     let weighting = match options.weighting {
-        Weighting::Tf | Weighting::Binary => true,
+        Weighting::Tf | Weighting::Binary | Weighting::LogTf => true,
         // The reference looks up the IDF of the joined shingle text; only single tokens here.
-        Weighting::TfIdf => options.shingle == 1,
+        Weighting::TfIdf | Weighting::LogTfIdf => options.shingle == 1,
         #[allow(unreachable_patterns)]
         _ => false,
     };
-    // Folding (algorithm v2) is not in the fast path yet: only unfolded text takes it.
-    let fold = matches!(options.fold, crate::options::Fold::None);
+    let fold = matches!(options.fold, Fold::None | Fold::Simplified);
     tokenizer && weighting && fold && options.shingle >= 1 && options_fields_known()
 }
 
@@ -749,6 +750,75 @@ fn token_hash(token: &str) -> u64 {
     fmix64(h.finish())
 }
 
+/// The state of [`han_bigrams`](crate::tokenize) in the fast path: the byte range of the current
+/// run's last character, and whether the run has given a pair yet.
+#[derive(Default)]
+struct HanRun {
+    last: Option<(usize, usize)>,
+    paired: bool,
+}
+
+impl HanRun {
+    /// Ends the run: a run of one character gives that character.
+    #[inline]
+    fn flush(&mut self, text: &str, on_token: &mut impl FnMut(&str, bool)) {
+        if let Some((start, end)) = self.last.take() {
+            if !self.paired {
+                on_token(&text[start..end], false);
+            }
+        }
+        self.paired = false;
+    }
+}
+
+/// [`simplified_char`] for the BMP from U+3400 up, in a table: no hashing per character.
+fn fold_table() -> &'static [char] {
+    static TABLE: OnceLock<Vec<char>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0x3400..0x1_0000u32)
+            .map(|u| char::from_u32(u).map_or('\0', simplified_char))
+            .collect()
+    })
+}
+
+/// `simplified_char(c)`, through [`fold_table`] in the BMP.
+#[inline]
+fn fold_char(c: char, table: &[char]) -> char {
+    let u = u32::from(c);
+    if u < 0x3400 {
+        c
+    } else if u < 0x1_0000 {
+        table[(u - 0x3400) as usize]
+    } else {
+        simplified_char(c)
+    }
+}
+
+/// `to_simplified(text)` into `out`, returning `true`; `false` (and `out` untouched) when no
+/// character of `text` changes.
+fn fold_into(text: &str, out: &mut String) -> bool {
+    let table = fold_table();
+    let bytes = text.as_bytes();
+    // Characters below U+3000 never change: their bytes are all below 0xE3, and a byte from 0xE3
+    // up is always a lead byte.
+    let mut i = 0;
+    let first = loop {
+        match bytes.get(i) {
+            None => return false,
+            Some(&b) if b < 0xE3 => i += 1,
+            Some(_) => match char_at(text, i) {
+                Some(c) if fold_char(c, table) != c => break i,
+                Some(c) => i += c.len_utf8(),
+                None => i += 1,
+            },
+        }
+    };
+    out.clear();
+    out.push_str(&text[..first]);
+    out.extend(text[first..].chars().map(|c| fold_char(c, table)));
+    true
+}
+
 /// Calls `sink(hash, token)` for every feature of `text` (the token is given for `shingle = 1`
 /// only), chunk by chunk like the reference, calling `interrupt` between chunks.
 fn for_each_feature_hash(
@@ -763,6 +833,8 @@ fn for_each_feature_hash(
     let char_shingles = options.tokenizer == Tokenizer::Char;
     let mut char_ring = CharRing::new(options.shingle);
     let mut buf = String::new();
+    let mut folded = String::new();
+    let fold = options.fold == Fold::Simplified;
     let mut failed: Option<OutOfMemory> = None;
     let stopwords = options.stopwords;
     let single = options.shingle == 1;
@@ -776,6 +848,14 @@ fn for_each_feature_hash(
         } else {
             normalize_into(chunk, &mut buf);
             &buf
+        };
+        // Folding, where the reference does it: on the whole normalized chunk, before tokenizing.
+        // The chunk was cut in the raw text by the same `chunks` as the reference's, and the
+        // tokenizers below take any text, so nothing here depends on what a folded character is.
+        let normalized: &str = if fold && fold_into(normalized, &mut folded) {
+            &folded
+        } else {
+            normalized
         };
         let mut on_token = |token: &str, alnum: bool| {
             if failed.is_some() || !keep_fast(token, stopwords, alnum) {
@@ -816,6 +896,34 @@ fn for_each_feature_hash(
                 for token in jieba().cut(normalized, true) {
                     on_token(token.word, false);
                 }
+            }
+            Tokenizer::Bigram => {
+                // `han_bigrams` of the reference over the scanner's tokens. A run of single-Han-
+                // character tokens is broken by any token between them, kept or not; the scanner
+                // leaves some tokens out (spaces, line breaks, punctuation), but tokens tile the
+                // text, so two of them are neighbours iff one ends where the other starts.
+                let base = normalized.as_ptr() as usize;
+                let mut run = HanRun::default();
+                scan_words(normalized, |t, alnum| {
+                    let start = t.as_ptr() as usize - base;
+                    let end = start + t.len();
+                    let mut chars = t.chars();
+                    let single_han = matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c));
+                    if single_han {
+                        match run.last {
+                            Some((last_start, last_end)) if last_end == start => {
+                                on_token(&normalized[last_start..end], false);
+                                run.paired = true;
+                            }
+                            _ => run.flush(normalized, &mut on_token),
+                        }
+                        run.last = Some((start, end));
+                    } else {
+                        run.flush(normalized, &mut on_token);
+                        on_token(t, alnum);
+                    }
+                });
+                run.flush(normalized, &mut on_token);
             }
             // A tokenizer added later never gets here: `fast_path_supports` sends it to the reference.
             #[allow(unreachable_patterns)]
@@ -959,9 +1067,11 @@ fn run(
             counts.fingerprint()
         }
         // Float sums depend on order: the reference's exact steps (distinct features by hash, in
-        // order of first occurrence, tf · idf), only with the faster tokens.
-        Weighting::TfIdf => {
-            let idf = IdfTable::get();
+        // order of first occurrence, the IDF factor taken at the first occurrence, the weight by
+        // the reference's own `float_weight`, summed by its `accumulate`), only with the faster
+        // tokens. `token` is given for shingle 1 only, the one case with an IDF lookup ('logtf'
+        // shingles take the factor 1, as in the reference).
+        weighting @ (Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf) => {
             let mut index: HashMap<u64, usize> = HashMap::new();
             let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
             for_each_feature_hash(text, options, chunking, interrupt, |h, token| {
@@ -979,7 +1089,12 @@ fn run(
                         distinct.try_reserve(1).map_err(|_| OutOfMemory {
                             features: distinct.len(),
                         })?;
-                        distinct.push((h, 0, idf.idf(token.unwrap_or_default())));
+                        let idf = match weighting {
+                            Weighting::TfIdf => IdfTable::get().idf(token.unwrap_or_default()),
+                            Weighting::LogTfIdf => idf_v2(token.unwrap_or_default()),
+                            _ => 1.0,
+                        };
+                        distinct.push((h, 0, idf));
                         index.insert(h, distinct.len() - 1);
                         distinct.len() - 1
                     }
@@ -988,7 +1103,11 @@ fn run(
                 Ok(())
             })?;
             (!distinct.is_empty()).then(|| {
-                crate::fingerprint::accumulate(distinct.iter().map(|&(h, tf, idf)| (h, tf as f64 * idf)))
+                crate::fingerprint::accumulate(
+                    distinct.iter().map(|&(h, tf, idf)| {
+                        (h, crate::fingerprint::float_weight(weighting, tf as f64, idf))
+                    }),
+                )
             })
         }
         // A weighting added later: fast_path_supports already said no.
@@ -1306,13 +1425,47 @@ mod tests {
             ..Options::default()
         };
         assert!(fast_path_supports(&word));
-        // The v2 defaults (bigram, logtf, folding) take the reference path for now.
-        assert!(!fast_path_supports(&Options::default()));
-        let tfidf3 = Options {
-            shingle: 3,
-            weighting: Weighting::TfIdf,
-            ..word
-        };
-        assert!(!fast_path_supports(&tfidf3));
+        // The v2 defaults (bigram, logtf, stop words, folding) take it.
+        let defaults = Options::default();
+        assert_eq!(
+            (
+                defaults.tokenizer,
+                defaults.shingle,
+                defaults.weighting,
+                defaults.fold
+            ),
+            (
+                Tokenizer::Bigram,
+                1,
+                Weighting::LogTf,
+                crate::options::Fold::Simplified
+            )
+        );
+        assert!(fast_path_supports(&defaults));
+        for tokenizer in [
+            Tokenizer::Word,
+            Tokenizer::Char,
+            Tokenizer::Jieba,
+            Tokenizer::Bigram,
+        ] {
+            for shingle in [1, 3] {
+                let o = Options {
+                    tokenizer,
+                    shingle,
+                    ..defaults
+                };
+                assert!(fast_path_supports(&o), "{o:?}");
+            }
+        }
+        // IDF of a joined shingle: the reference's.
+        for weighting in [Weighting::TfIdf, Weighting::LogTfIdf] {
+            let o = Options {
+                shingle: 3,
+                weighting,
+                ..word
+            };
+            assert!(!fast_path_supports(&o), "{o:?}");
+            assert!(fast_path_supports(&Options { shingle: 1, ..o }));
+        }
     }
 }
