@@ -10,6 +10,13 @@
 //!   UAX #29 rules that can apply there, and hands every other stretch of text, cut at positions
 //!   where UAX #29 always breaks, to `unicode-segmentation`.
 //! - **Shingles** are hashed from a ring of reused byte buffers: no string per window.
+//! - **Folding** (`fold => 'simplified'`) maps the normalized chunk through a dense table of
+//!   [`simplified_char`] over the BMP, copying nothing when no character changes.
+//! - **'bigram'** pairs the Han characters of the word scanner's tokens: the reference's runs, with
+//!   neighbours told by byte offsets, since the scanner leaves out tokens that end a run.
+//! - **Float weightings** ('tfidf', 'logtf', 'logtfidf') keep the reference's order and arithmetic
+//!   (distinct features in order of first occurrence, its `float_weight`), with a pass-through
+//!   hasher for the map of distinct features and sign-bit flips instead of branches in the sums.
 //! - **Accumulation** counts eight bits per byte lane of a `u64` (eight 8-bit counters per word,
 //!   flushed before they can overflow) instead of one counter per bit per feature.
 //!
@@ -999,7 +1006,55 @@ impl SwarCounts {
     }
 }
 
-fn grow_set(s: &mut HashSet<u64>) -> Result<(), OutOfMemory> {
+/// A hasher for keys that are already feature hashes (FNV-1a through fmix64, well mixed): the key
+/// itself. Only which features are distinct depends on the map, never their order (kept in a
+/// vector), so the hasher cannot change a fingerprint.
+#[derive(Default)]
+struct PassHasher(u64);
+
+impl std::hash::Hasher for PassHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type PassBuild = std::hash::BuildHasherDefault<PassHasher>;
+
+/// The per-bit sums of [`crate::fingerprint::accumulate`], bit for bit: for each feature in the
+/// given order, `v[i] += w` or `v[i] -= w`. IEEE 754 defines `x - w` as `x + (-w)`, and `-w` is `w`
+/// with its sign bit flipped, so adding `w` with the sign bit set from the hash bit is the same
+/// operation, without a branch per bit (test `signed_sums_equal_reference_sums`).
+fn float_sums(features: impl IntoIterator<Item = (u64, f64)>) -> [f64; 64] {
+    let mut v = [0f64; 64];
+    for (hash, w) in features {
+        let bits = w.to_bits();
+        for (i, vi) in v.iter_mut().enumerate() {
+            let negative = (!hash >> i) & 1;
+            *vi += f64::from_bits(bits ^ (negative << 63));
+        }
+    }
+    v
+}
+
+/// Bit i set iff `v[i] > 0`, as in the reference.
+fn float_fingerprint(features: impl IntoIterator<Item = (u64, f64)>) -> u64 {
+    let v = float_sums(features);
+    (0..64).fold(0u64, |fp, i| fp | (u64::from(v[i] > 0.0) << i))
+}
+
+fn grow_set(s: &mut HashSet<u64, PassBuild>) -> Result<(), OutOfMemory> {
     if memory_low() {
         return Err(OutOfMemory { features: s.len() });
     }
@@ -1056,7 +1111,7 @@ fn run(
         // The reference keeps distinct features by hash too: the same set, the same counts.
         Weighting::Binary => {
             let mut counts = SwarCounts::new();
-            let mut seen = HashSet::new();
+            let mut seen: HashSet<u64, PassBuild> = HashSet::default();
             for_each_feature_hash(text, options, chunking, interrupt, |h, _| {
                 grow_set(&mut seen)?;
                 if seen.insert(h) {
@@ -1072,7 +1127,7 @@ fn run(
         // tokens. `token` is given for shingle 1 only, the one case with an IDF lookup ('logtf'
         // shingles take the factor 1, as in the reference).
         weighting @ (Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf) => {
-            let mut index: HashMap<u64, usize> = HashMap::new();
+            let mut index: HashMap<u64, usize, PassBuild> = HashMap::default();
             let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
             for_each_feature_hash(text, options, chunking, interrupt, |h, token| {
                 let i = match index.get(&h) {
@@ -1103,7 +1158,7 @@ fn run(
                 Ok(())
             })?;
             (!distinct.is_empty()).then(|| {
-                crate::fingerprint::accumulate(
+                float_fingerprint(
                     distinct.iter().map(|&(h, tf, idf)| {
                         (h, crate::fingerprint::float_weight(weighting, tf as f64, idf))
                     }),
@@ -1390,6 +1445,70 @@ mod tests {
                 chars_hash(w.iter()),
                 fmix64(crate::hash::fnv1a64(s.as_bytes())),
                 "{s:?}"
+            );
+        }
+    }
+
+    /// The reference's sums, written as it writes them.
+    fn reference_sums(features: &[(u64, f64)]) -> [f64; 64] {
+        let mut v = [0f64; 64];
+        for &(hash, w) in features {
+            for (i, vi) in v.iter_mut().enumerate() {
+                if (hash >> i) & 1 == 1 {
+                    *vi += w;
+                } else {
+                    *vi -= w;
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn signed_sums_equal_reference_sums() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            x = fmix64(x.wrapping_add(0x9E37_79B9_7F4A_7C15));
+            x
+        };
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            f64::MIN_POSITIVE,
+            f64::MIN_POSITIVE / 3.0,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            1e-300,
+            (1.0 + 2f64.ln()) * 7.3,
+        ];
+        for round in 0..300 {
+            let features: Vec<(u64, f64)> = (0..(round % 40) + 1)
+                .map(|k| {
+                    let h = next();
+                    let w = if round % 5 == 0 {
+                        specials[(h as usize + k) % specials.len()]
+                    } else {
+                        // Weights of every magnitude, both signs.
+                        f64::from_bits(next() & !(0x7FFu64 << 52) | ((next() % 2047) << 52))
+                    };
+                    (h, w)
+                })
+                .collect();
+            let (fast, reference) = (float_sums(features.iter().copied()), reference_sums(&features));
+            for i in 0..64 {
+                assert!(
+                    fast[i].to_bits() == reference[i].to_bits()
+                        || (fast[i].is_nan() && reference[i].is_nan()),
+                    "{round} {i}: {} {}",
+                    fast[i],
+                    reference[i]
+                );
+            }
+            assert_eq!(
+                float_fingerprint(features.iter().copied()),
+                crate::fingerprint::accumulate(features.iter().copied())
             );
         }
     }
