@@ -10,6 +10,13 @@
 //!   UAX #29 rules that can apply there, and hands every other stretch of text, cut at positions
 //!   where UAX #29 always breaks, to `unicode-segmentation`.
 //! - **Shingles** are hashed from a ring of reused byte buffers: no string per window.
+//! - **Folding** (`fold => 'simplified'`) maps the normalized chunk through a dense table of
+//!   [`simplified_char`] over the BMP, copying nothing when no character changes.
+//! - **'bigram'** pairs the Han characters of the word scanner's tokens: the reference's runs, with
+//!   neighbours told by byte offsets, since the scanner leaves out tokens that end a run.
+//! - **Float weightings** ('tfidf', 'logtf', 'logtfidf') keep the reference's order and arithmetic
+//!   (distinct features in order of first occurrence, its `float_weight`), with a pass-through
+//!   hasher for the map of distinct features and sign-bit flips instead of branches in the sums.
 //! - **Accumulation** counts eight bits per byte lane of a `u64` (eight 8-bit counters per word,
 //!   flushed before they can overflow) instead of one counter per bit per feature.
 //!
@@ -22,13 +29,15 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::error::{memory_low, OutOfMemory};
+use crate::fold::simplified_char;
 use crate::hash::{fmix64, Fnv1a64};
+use crate::idf::idf_v2;
 use crate::idf::IdfTable;
 use crate::normalize::{chunks, normalize, Chunking};
-use crate::options::{Options, Tokenizer, Weighting};
-use crate::tokenize::jieba;
+use crate::options::{Fold, Options, Tokenizer, Weighting};
 #[cfg(test)]
 use crate::tokenize::keep;
+use crate::tokenize::{is_han, jieba};
 
 /// Whether [`try_fingerprint_fast`] handles these options. It matches explicitly on the values it
 /// knows, so that a tokenizer or weighting added later takes the reference path until someone
@@ -37,17 +46,16 @@ use crate::tokenize::keep;
 pub fn fast_path_supports(options: &Options) -> bool {
     let tokenizer = matches!(
         options.tokenizer,
-        Tokenizer::Word | Tokenizer::Char | Tokenizer::Jieba
+        Tokenizer::Word | Tokenizer::Char | Tokenizer::Jieba | Tokenizer::Bigram
     );
     let weighting = match options.weighting {
-        Weighting::Tf | Weighting::Binary => true,
+        Weighting::Tf | Weighting::Binary | Weighting::LogTf => true,
         // The reference looks up the IDF of the joined shingle text; only single tokens here.
-        Weighting::TfIdf => options.shingle == 1,
+        Weighting::TfIdf | Weighting::LogTfIdf => options.shingle == 1,
         #[allow(unreachable_patterns)]
         _ => false,
     };
-    // Folding (algorithm v2) is not in the fast path yet: only unfolded text takes it.
-    let fold = matches!(options.fold, crate::options::Fold::None);
+    let fold = matches!(options.fold, Fold::None | Fold::Simplified);
     tokenizer && weighting && fold && options.shingle >= 1 && options_fields_known()
 }
 
@@ -749,6 +757,75 @@ fn token_hash(token: &str) -> u64 {
     fmix64(h.finish())
 }
 
+/// The state of [`han_bigrams`](crate::tokenize) in the fast path: the byte range of the current
+/// run's last character, and whether the run has given a pair yet.
+#[derive(Default)]
+struct HanRun {
+    last: Option<(usize, usize)>,
+    paired: bool,
+}
+
+impl HanRun {
+    /// Ends the run: a run of one character gives that character.
+    #[inline]
+    fn flush(&mut self, text: &str, on_token: &mut impl FnMut(&str, bool)) {
+        if let Some((start, end)) = self.last.take() {
+            if !self.paired {
+                on_token(&text[start..end], false);
+            }
+        }
+        self.paired = false;
+    }
+}
+
+/// [`simplified_char`] for the BMP from U+3400 up, in a table: no hashing per character.
+fn fold_table() -> &'static [char] {
+    static TABLE: OnceLock<Vec<char>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0x3400..0x1_0000u32)
+            .map(|u| char::from_u32(u).map_or('\0', simplified_char))
+            .collect()
+    })
+}
+
+/// `simplified_char(c)`, through [`fold_table`] in the BMP.
+#[inline]
+fn fold_char(c: char, table: &[char]) -> char {
+    let u = u32::from(c);
+    if u < 0x3400 {
+        c
+    } else if u < 0x1_0000 {
+        table[(u - 0x3400) as usize]
+    } else {
+        simplified_char(c)
+    }
+}
+
+/// `to_simplified(text)` into `out`, returning `true`; `false` (and `out` untouched) when no
+/// character of `text` changes.
+fn fold_into(text: &str, out: &mut String) -> bool {
+    let table = fold_table();
+    let bytes = text.as_bytes();
+    // Characters below U+3000 never change: their bytes are all below 0xE3, and a byte from 0xE3
+    // up is always a lead byte.
+    let mut i = 0;
+    let first = loop {
+        match bytes.get(i) {
+            None => return false,
+            Some(&b) if b < 0xE3 => i += 1,
+            Some(_) => match char_at(text, i) {
+                Some(c) if fold_char(c, table) != c => break i,
+                Some(c) => i += c.len_utf8(),
+                None => i += 1,
+            },
+        }
+    };
+    out.clear();
+    out.push_str(&text[..first]);
+    out.extend(text[first..].chars().map(|c| fold_char(c, table)));
+    true
+}
+
 /// Calls `sink(hash, token)` for every feature of `text` (the token is given for `shingle = 1`
 /// only), chunk by chunk like the reference, calling `interrupt` between chunks.
 fn for_each_feature_hash(
@@ -763,6 +840,8 @@ fn for_each_feature_hash(
     let char_shingles = options.tokenizer == Tokenizer::Char;
     let mut char_ring = CharRing::new(options.shingle);
     let mut buf = String::new();
+    let mut folded = String::new();
+    let fold = options.fold == Fold::Simplified;
     let mut failed: Option<OutOfMemory> = None;
     let stopwords = options.stopwords;
     let single = options.shingle == 1;
@@ -776,6 +855,14 @@ fn for_each_feature_hash(
         } else {
             normalize_into(chunk, &mut buf);
             &buf
+        };
+        // Folding, where the reference does it: on the whole normalized chunk, before tokenizing.
+        // The chunk was cut in the raw text by the same `chunks` as the reference's, and the
+        // tokenizers below take any text, so nothing here depends on what a folded character is.
+        let normalized: &str = if fold && fold_into(normalized, &mut folded) {
+            &folded
+        } else {
+            normalized
         };
         let mut on_token = |token: &str, alnum: bool| {
             if failed.is_some() || !keep_fast(token, stopwords, alnum) {
@@ -816,6 +903,34 @@ fn for_each_feature_hash(
                 for token in jieba().cut(normalized, true) {
                     on_token(token.word, false);
                 }
+            }
+            Tokenizer::Bigram => {
+                // `han_bigrams` of the reference over the scanner's tokens. A run of single-Han-
+                // character tokens is broken by any token between them, kept or not; the scanner
+                // leaves some tokens out (spaces, line breaks, punctuation), but tokens tile the
+                // text, so two of them are neighbours iff one ends where the other starts.
+                let base = normalized.as_ptr() as usize;
+                let mut run = HanRun::default();
+                scan_words(normalized, |t, alnum| {
+                    let start = t.as_ptr() as usize - base;
+                    let end = start + t.len();
+                    let mut chars = t.chars();
+                    let single_han = matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c));
+                    if single_han {
+                        match run.last {
+                            Some((last_start, last_end)) if last_end == start => {
+                                on_token(&normalized[last_start..end], false);
+                                run.paired = true;
+                            }
+                            _ => run.flush(normalized, &mut on_token),
+                        }
+                        run.last = Some((start, end));
+                    } else {
+                        run.flush(normalized, &mut on_token);
+                        on_token(t, alnum);
+                    }
+                });
+                run.flush(normalized, &mut on_token);
             }
             // A tokenizer added later never gets here: `fast_path_supports` sends it to the reference.
             #[allow(unreachable_patterns)]
@@ -891,7 +1006,55 @@ impl SwarCounts {
     }
 }
 
-fn grow_set(s: &mut HashSet<u64>) -> Result<(), OutOfMemory> {
+/// A hasher for keys that are already feature hashes (FNV-1a through fmix64, well mixed): the key
+/// itself. Only which features are distinct depends on the map, never their order (kept in a
+/// vector), so the hasher cannot change a fingerprint.
+#[derive(Default)]
+struct PassHasher(u64);
+
+impl std::hash::Hasher for PassHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type PassBuild = std::hash::BuildHasherDefault<PassHasher>;
+
+/// The per-bit sums of [`crate::fingerprint::accumulate`], bit for bit: for each feature in the
+/// given order, `v[i] += w` or `v[i] -= w`. IEEE 754 defines `x - w` as `x + (-w)`, and `-w` is `w`
+/// with its sign bit flipped, so adding `w` with the sign bit set from the hash bit is the same
+/// operation, without a branch per bit (test `signed_sums_equal_reference_sums`).
+fn float_sums(features: impl IntoIterator<Item = (u64, f64)>) -> [f64; 64] {
+    let mut v = [0f64; 64];
+    for (hash, w) in features {
+        let bits = w.to_bits();
+        for (i, vi) in v.iter_mut().enumerate() {
+            let negative = (!hash >> i) & 1;
+            *vi += f64::from_bits(bits ^ (negative << 63));
+        }
+    }
+    v
+}
+
+/// Bit i set iff `v[i] > 0`, as in the reference.
+fn float_fingerprint(features: impl IntoIterator<Item = (u64, f64)>) -> u64 {
+    let v = float_sums(features);
+    (0..64).fold(0u64, |fp, i| fp | (u64::from(v[i] > 0.0) << i))
+}
+
+fn grow_set(s: &mut HashSet<u64, PassBuild>) -> Result<(), OutOfMemory> {
     if memory_low() {
         return Err(OutOfMemory { features: s.len() });
     }
@@ -948,7 +1111,7 @@ fn run(
         // The reference keeps distinct features by hash too: the same set, the same counts.
         Weighting::Binary => {
             let mut counts = SwarCounts::new();
-            let mut seen = HashSet::new();
+            let mut seen: HashSet<u64, PassBuild> = HashSet::default();
             for_each_feature_hash(text, options, chunking, interrupt, |h, _| {
                 grow_set(&mut seen)?;
                 if seen.insert(h) {
@@ -959,10 +1122,12 @@ fn run(
             counts.fingerprint()
         }
         // Float sums depend on order: the reference's exact steps (distinct features by hash, in
-        // order of first occurrence, tf · idf), only with the faster tokens.
-        Weighting::TfIdf => {
-            let idf = IdfTable::get();
-            let mut index: HashMap<u64, usize> = HashMap::new();
+        // order of first occurrence, the IDF factor taken at the first occurrence, the weight by
+        // the reference's own `float_weight`, summed by its `accumulate`), only with the faster
+        // tokens. `token` is given for shingle 1 only, the one case with an IDF lookup ('logtf'
+        // shingles take the factor 1, as in the reference).
+        weighting @ (Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf) => {
+            let mut index: HashMap<u64, usize, PassBuild> = HashMap::default();
             let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
             for_each_feature_hash(text, options, chunking, interrupt, |h, token| {
                 let i = match index.get(&h) {
@@ -979,7 +1144,12 @@ fn run(
                         distinct.try_reserve(1).map_err(|_| OutOfMemory {
                             features: distinct.len(),
                         })?;
-                        distinct.push((h, 0, idf.idf(token.unwrap_or_default())));
+                        let idf = match weighting {
+                            Weighting::TfIdf => IdfTable::get().idf(token.unwrap_or_default()),
+                            Weighting::LogTfIdf => idf_v2(token.unwrap_or_default()),
+                            _ => 1.0,
+                        };
+                        distinct.push((h, 0, idf));
                         index.insert(h, distinct.len() - 1);
                         distinct.len() - 1
                     }
@@ -988,7 +1158,11 @@ fn run(
                 Ok(())
             })?;
             (!distinct.is_empty()).then(|| {
-                crate::fingerprint::accumulate(distinct.iter().map(|&(h, tf, idf)| (h, tf as f64 * idf)))
+                float_fingerprint(
+                    distinct.iter().map(|&(h, tf, idf)| {
+                        (h, crate::fingerprint::float_weight(weighting, tf as f64, idf))
+                    }),
+                )
             })
         }
         // A weighting added later: fast_path_supports already said no.
@@ -1275,6 +1449,70 @@ mod tests {
         }
     }
 
+    /// The reference's sums, written as it writes them.
+    fn reference_sums(features: &[(u64, f64)]) -> [f64; 64] {
+        let mut v = [0f64; 64];
+        for &(hash, w) in features {
+            for (i, vi) in v.iter_mut().enumerate() {
+                if (hash >> i) & 1 == 1 {
+                    *vi += w;
+                } else {
+                    *vi -= w;
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn signed_sums_equal_reference_sums() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            x = fmix64(x.wrapping_add(0x9E37_79B9_7F4A_7C15));
+            x
+        };
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            f64::MIN_POSITIVE,
+            f64::MIN_POSITIVE / 3.0,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            1e-300,
+            (1.0 + 2f64.ln()) * 7.3,
+        ];
+        for round in 0..300 {
+            let features: Vec<(u64, f64)> = (0..(round % 40) + 1)
+                .map(|k| {
+                    let h = next();
+                    let w = if round % 5 == 0 {
+                        specials[(h as usize + k) % specials.len()]
+                    } else {
+                        // Weights of every magnitude, both signs.
+                        f64::from_bits(next() & !(0x7FFu64 << 52) | ((next() % 2047) << 52))
+                    };
+                    (h, w)
+                })
+                .collect();
+            let (fast, reference) = (float_sums(features.iter().copied()), reference_sums(&features));
+            for i in 0..64 {
+                assert!(
+                    fast[i].to_bits() == reference[i].to_bits()
+                        || (fast[i].is_nan() && reference[i].is_nan()),
+                    "{round} {i}: {} {}",
+                    fast[i],
+                    reference[i]
+                );
+            }
+            assert_eq!(
+                float_fingerprint(features.iter().copied()),
+                crate::fingerprint::accumulate(features.iter().copied())
+            );
+        }
+    }
+
     #[test]
     fn swar_counts_equal_plain_counts() {
         let mut fast = SwarCounts::new();
@@ -1306,13 +1544,47 @@ mod tests {
             ..Options::default()
         };
         assert!(fast_path_supports(&word));
-        // The v2 defaults (bigram, logtf, folding) take the reference path for now.
-        assert!(!fast_path_supports(&Options::default()));
-        let tfidf3 = Options {
-            shingle: 3,
-            weighting: Weighting::TfIdf,
-            ..word
-        };
-        assert!(!fast_path_supports(&tfidf3));
+        // The v2 defaults (bigram, logtf, stop words, folding) take it.
+        let defaults = Options::default();
+        assert_eq!(
+            (
+                defaults.tokenizer,
+                defaults.shingle,
+                defaults.weighting,
+                defaults.fold
+            ),
+            (
+                Tokenizer::Bigram,
+                1,
+                Weighting::LogTf,
+                crate::options::Fold::Simplified
+            )
+        );
+        assert!(fast_path_supports(&defaults));
+        for tokenizer in [
+            Tokenizer::Word,
+            Tokenizer::Char,
+            Tokenizer::Jieba,
+            Tokenizer::Bigram,
+        ] {
+            for shingle in [1, 3] {
+                let o = Options {
+                    tokenizer,
+                    shingle,
+                    ..defaults
+                };
+                assert!(fast_path_supports(&o), "{o:?}");
+            }
+        }
+        // IDF of a joined shingle: the reference's.
+        for weighting in [Weighting::TfIdf, Weighting::LogTfIdf] {
+            let o = Options {
+                shingle: 3,
+                weighting,
+                ..word
+            };
+            assert!(!fast_path_supports(&o), "{o:?}");
+            assert!(fast_path_supports(&Options { shingle: 1, ..o }));
+        }
     }
 }

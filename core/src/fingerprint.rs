@@ -365,7 +365,7 @@ fn token_idf(weighting: Weighting, token: &str) -> f64 {
 
 /// The weight of a feature seen `tf` times whose IDF factor is `idf`. The same arithmetic serves
 /// [`fingerprint`] and [`features`], so that the features shown always add up to the fingerprint.
-fn float_weight(weighting: Weighting, tf: f64, idf: f64) -> f64 {
+pub(crate) fn float_weight(weighting: Weighting, tf: f64, idf: f64) -> f64 {
     match weighting {
         Weighting::LogTf | Weighting::LogTfIdf => (1.0 + tf.ln()) * idf,
         Weighting::Tf | Weighting::Binary | Weighting::TfIdf => tf * idf,
