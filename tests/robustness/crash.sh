@@ -16,7 +16,8 @@ q postgres >/dev/null <<'SQL'
 CREATE EXTENSION simhash_ext;
 CREATE EXTENSION amcheck;
 CREATE TABLE load (id bigint PRIMARY KEY, client int NOT NULL, seq int NOT NULL, body text NOT NULL);
-SELECT simhash_attach('load', 'body', on_duplicate => 'error');
+-- max_distance 3: texts of a few random hex words have few features, and some would fall within 7 bits.
+SELECT simhash_attach('load', 'body', max_distance => 3, on_duplicate => 'error');
 SQL
 # Each transaction inserts (client, seq) with seq counting the client's transactions from 1, and a
 # text of random words (so no two rows are near-duplicates).
