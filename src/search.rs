@@ -98,17 +98,31 @@ impl Drop for BandIndexes {
     }
 }
 
-/// The attribute number of a column of `tupdesc` by name, if it exists and is not dropped.
+/// The attribute number of a user column of `tupdesc` by name, if it exists and is not dropped.
 pub fn attnum_of(tupdesc: pg_sys::TupleDesc, name: &str) -> Option<i16> {
-    let wanted = crate::text::utf8_to_server(name);
-    unsafe {
-        let natts = (*tupdesc).natts as usize;
-        (0..natts).find_map(|i| {
-            let attr = &*(*tupdesc).attrs.as_ptr().add(i);
-            let attname = CStr::from_ptr(attr.attname.data.as_ptr()).to_bytes();
-            (!attr.attisdropped && attname == &*wanted).then_some(attr.attnum)
+    let cname = std::ffi::CString::new(crate::text::utf8_to_server(name).into_owned()).ok()?;
+    // SPI_fnumber only reads the descriptor: no SPI connection needed.
+    let n = unsafe { pg_sys::SPI_fnumber(tupdesc, cname.as_ptr()) };
+    (n > 0).then_some(n as i16)
+}
+
+/// The attribute number of the attachment's fingerprint column, or SQLSTATE 42703 naming it.
+///
+/// # Safety
+/// `heap` must be an open relation.
+unsafe fn fingerprint_attnum(heap: pg_sys::Relation, att: &Attachment) -> i16 {
+    attnum_of((*heap).rd_att, &att.fingerprint_column()).unwrap_or_else(|| {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            message: format!(
+                "column \"{}\" of table \"{}\" does not exist",
+                att.fingerprint_column(),
+                relation_name(heap)
+            ),
+            detail: None,
+            hint: Some("The table was altered after simhash_attach(); detach it and attach it again.".into()),
         })
-    }
+    })
 }
 
 /// An index descent, in index entries read: what one more probed value costs beyond its entries.
@@ -151,6 +165,9 @@ pub unsafe fn plan_for(
         })
         .collect();
     let radii = simhash_core::probe::choose_radii(even.k, even.nbands, &centers, average, PROBE_COST);
+    if radii == even.radii {
+        return even;
+    }
     ProbePlan::with_radii(query, k, nbands, &radii).or_raise()
 }
 
@@ -477,24 +494,13 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
     } else {
         Some(arg(fcinfo, 1).value() as i64 as u64)
     };
-    // Checks k (22023) even when there is no fingerprint to look up.
-    ProbePlan::new(query.unwrap_or(0), k, att.nbands).or_raise();
     let Some(query) = query else {
+        // Checks k (22023) even when there is no fingerprint to look up; plan_for checks it otherwise.
+        ProbePlan::new(0, k, att.nbands).or_raise();
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         return pg_sys::Datum::from(0);
     };
-    let table = relation_name(heap);
-    let fp_attnum = attnum_of((*heap).rd_att, &att.fingerprint_column()).unwrap_or_else(|| {
-        raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
-            message: format!(
-                "column \"{}\" of table \"{table}\" does not exist",
-                att.fingerprint_column()
-            ),
-            detail: None,
-            hint: Some("The table was altered after simhash_attach(); detach it and attach it again.".into()),
-        })
-    });
+    let fp_attnum = fingerprint_attnum(heap, &att);
     let indexes = BandIndexes::open(heap, &att, fp_attnum);
     let snapshot = pg_sys::GetActiveSnapshot();
     let plan = plan_for(heap, &indexes, query, k, att.nbands, snapshot);
@@ -646,14 +652,7 @@ fn simhash_lookup_cost(
         .unwrap_or(pg_sys::InvalidOid);
         let att = attachment_of(heap, text_column, namespace);
 
-        let fp_attnum = attnum_of((*heap).rd_att, &att.fingerprint_column()).unwrap_or_else(|| {
-            raise(EncodedError {
-                code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
-                message: format!("column \"{}\" does not exist", att.fingerprint_column()),
-                detail: None,
-                hint: None,
-            })
-        });
+        let fp_attnum = fingerprint_attnum(heap, &att);
         let indexes = BandIndexes::open(heap, &att, fp_attnum);
         let snapshot = pg_sys::GetActiveSnapshot();
         let k = max_distance.unwrap_or(att.max_distance);

@@ -339,9 +339,7 @@ unsafe fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
 }
 
 fn attnum(tupdesc: pg_sys::TupleDesc, name: &str, table: &str) -> i32 {
-    let cname = server_cstring(name);
-    let n = unsafe { pg_sys::SPI_fnumber(tupdesc, cname.as_ptr()) };
-    if n <= 0 {
+    let Some(n) = crate::search::attnum_of(tupdesc, name) else {
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
             message: format!("simhash_trigger: column \"{name}\" of table \"{table}\" does not exist"),
@@ -351,8 +349,8 @@ fn attnum(tupdesc: pg_sys::TupleDesc, name: &str, table: &str) -> i32 {
                     .into(),
             ),
         });
-    }
-    n
+    };
+    i32::from(n)
 }
 
 /// Checks that a column the trigger reads or writes still has the type the attach gave it: a
@@ -452,7 +450,7 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 
     let rel = &*td.tg_relation;
     let tupdesc = rel.rd_att;
-    let table = cstr_utf8((*rel.rd_rel).relname.data.as_ptr());
+    let table = crate::search::relation_name(td.tg_relation);
     let (tuple, old) = if op == pg_sys::TRIGGER_EVENT_INSERT {
         (td.tg_trigtuple, None)
     } else {

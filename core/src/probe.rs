@@ -88,6 +88,32 @@ fn band_probes(query: u64, nbands: u32, radii: &[i32]) -> Vec<BandProbe> {
         .collect()
 }
 
+/// Checks the distance and the band count of a plan.
+fn check_plan(k: i32, nbands: i32) -> Result<(u32, u32), OptionError> {
+    let n = check_nbands(nbands)?;
+    if !(0..=MAX_LOOKUP_DISTANCE).contains(&k) {
+        return Err(OptionError::new(
+            "max_distance",
+            k.to_string(),
+            format!("an integer from 0 to {MAX_LOOKUP_DISTANCE}"),
+        ));
+    }
+    Ok((k as u32, n))
+}
+
+/// Whether probing `radii` reads at most [`MAX_PROBED_SHARE`] of a table (else a scan is cheaper).
+fn probing_pays(radii: &[i32], nbands: u32) -> bool {
+    let share: f64 = radii
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| {
+            let (start, end) = band_bits(i as u32, nbands);
+            ball_size(end - start, t) as f64 / (1u64 << (end - start)) as f64
+        })
+        .sum();
+    share <= MAX_PROBED_SHARE
+}
+
 /// How a lookup within distance k finds its candidates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbePlan {
@@ -103,42 +129,20 @@ impl ProbePlan {
     /// The plan for the fingerprint `query` within distance `k` over `nbands` bands (SPEC §3
     /// layout: band i covers bits `[⌊64i/n⌋, ⌊64(i+1)/n⌋)`).
     pub fn new(query: u64, k: i32, nbands: i32) -> Result<ProbePlan, OptionError> {
-        let n = check_nbands(nbands)?;
-        if !(0..=MAX_LOOKUP_DISTANCE).contains(&k) {
-            return Err(OptionError::new(
-                "max_distance",
-                k.to_string(),
-                format!("an integer from 0 to {MAX_LOOKUP_DISTANCE}"),
-            ));
-        }
-        let k = k as u32;
-        let radii = radii(k, n);
-        let share: f64 = radii
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| {
-                let (start, end) = band_bits(i as u32, n);
-                ball_size(end - start, t) as f64 / (1u64 << (end - start)) as f64
-            })
-            .sum();
-        let probes = (share <= MAX_PROBED_SHARE).then(|| band_probes(query, n, &radii));
-        Ok(ProbePlan {
-            query,
-            k,
-            nbands: n,
-            radii,
-            probes,
-        })
+        let (k, n) = check_plan(k, nbands)?;
+        let even = radii(k, n);
+        let probe = probing_pays(&even, n);
+        Ok(ProbePlan::assemble(query, k, n, even, probe))
     }
 
     /// The plan with the given radii (any radii >= -1 that sum to k - n + 1 are exact), for the
-    /// lookups that choose them from the bucket sizes ([`choose_radii`]).
+    /// lookups that choose them from the bucket sizes ([`choose_radii`]). Whether to probe at all is
+    /// decided on the even radii, as [`ProbePlan::new`] does.
     pub fn with_radii(query: u64, k: i32, nbands: i32, radii: &[i32]) -> Result<ProbePlan, OptionError> {
-        let mut plan = ProbePlan::new(query, k, nbands)?;
-        let n = plan.nbands as usize;
-        if radii.len() != n
+        let (k, n) = check_plan(k, nbands)?;
+        if radii.len() != n as usize
             || radii.iter().any(|&t| t < -1)
-            || radii.iter().sum::<i32>() != plan.k as i32 - n as i32 + 1
+            || radii.iter().sum::<i32>() != k as i32 - n as i32 + 1
         {
             return Err(OptionError::new(
                 "radii",
@@ -146,11 +150,18 @@ impl ProbePlan {
                 format!("{n} integers >= -1 summing to max_distance - {}", n - 1),
             ));
         }
-        if plan.probes.is_some() {
-            plan.probes = Some(band_probes(query, plan.nbands, radii));
+        let probe = probing_pays(&self::radii(k, n), n);
+        Ok(ProbePlan::assemble(query, k, n, radii.to_vec(), probe))
+    }
+
+    fn assemble(query: u64, k: u32, nbands: u32, radii: Vec<i32>, probe: bool) -> ProbePlan {
+        ProbePlan {
+            query,
+            k,
+            nbands,
+            probes: probe.then(|| band_probes(query, nbands, &radii)),
+            radii,
         }
-        plan.radii = radii.to_vec();
-        Ok(plan)
     }
 
     /// Total band values probed (0 for a scan).
