@@ -58,21 +58,8 @@ fi
 step "private PostgreSQL 15 in $PRIVATE_PG (system binaries, our release build of simhash_ext)"
 # PostgreSQL finds its share/ and lib/ directories relative to the postgres executable, so a copy of
 # the executables under the same relative layout uses the copied share/ and lib/ directories.
-rm -rf "$PRIVATE_PG"
-sys_bin=/usr/lib/postgresql/15/bin
-sys_lib=$("$PG_CONFIG" --pkglibdir)
-sys_share=$("$PG_CONFIG" --sharedir)
-mkdir -p "$PRIVATE_PG$sys_bin" "$PRIVATE_PG$sys_lib" "$(dirname "$PRIVATE_PG$sys_share")"
-cp "$sys_bin/postgres" "$sys_bin/initdb" "$sys_bin/pg_ctl" "$PRIVATE_PG$sys_bin/"
-cp -r "$sys_share" "$PRIVATE_PG$sys_share"
-for f in "$sys_lib"/*; do
-    [ "$(basename "$f")" = simhash_ext.so ] || ln -s "$f" "$PRIVATE_PG$sys_lib/"
-done
-cp "$PACKAGE/usr/lib/postgresql/15/lib/simhash_ext.so" "$PRIVATE_PG$sys_lib/"
-cp "$PACKAGE"/usr/share/postgresql/15/extension/simhash_ext* "$PRIVATE_PG$sys_share/extension/"
-chmod -R a+rX "$PRIVATE_PG"
-export BENCH_PKGLIB=$PRIVATE_PG$sys_lib
-PG_BIN=$PRIVATE_PG$sys_bin # used by start_server / stop_server from scripts/common.sh
+private_postgres "$PACKAGE" "$PRIVATE_PG" # sets PG_BIN for start_server / stop_server
+export BENCH_PKGLIB=$PRIVATE_PKGLIB
 
 step "corpus: reading the real text shipped on this machine into bench/data/"
 "$PY" "$BENCH/prepare.py"
@@ -108,7 +95,7 @@ elapsed=$((SECONDS - START))
     echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc)"
     echo "- RAM: $(free -g | awk '/^Mem:/ {print $2}') GiB"
     echo "- OS: $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
-    echo "- PostgreSQL: $("$PRIVATE_PG$sys_bin/postgres" --version), simhash_ext release build from the working tree"
+    echo "- PostgreSQL: $("$PG_BIN/postgres" --version), simhash_ext release build from the working tree"
     echo "- Source: commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- src core 2>/dev/null || echo ' (with uncommitted changes under src/ or core/)')"
     echo "- Python $("$PY" -c 'import sys; print(sys.version.split()[0])'); $("$PY" -m pip list 2>/dev/null | awk '$1 ~ /^(chdb|simhash|jieba|psycopg)$/ {printf "%s %s, ", $1, $2}' | sed 's/, $//')"
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); \`bash bench/run.sh\` took ${elapsed} s"

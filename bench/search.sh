@@ -60,20 +60,7 @@ else
 fi
 
 step "private PostgreSQL 15 in $PRIVATE_PG (system binaries, our release build of simhash_ext)"
-rm -rf "$PRIVATE_PG"
-sys_bin=/usr/lib/postgresql/15/bin
-sys_lib=$("$PG_CONFIG" --pkglibdir)
-sys_share=$("$PG_CONFIG" --sharedir)
-mkdir -p "$PRIVATE_PG$sys_bin" "$PRIVATE_PG$sys_lib" "$(dirname "$PRIVATE_PG$sys_share")"
-cp "$sys_bin/postgres" "$sys_bin/initdb" "$sys_bin/pg_ctl" "$PRIVATE_PG$sys_bin/"
-cp -r "$sys_share" "$PRIVATE_PG$sys_share"
-for f in "$sys_lib"/*; do
-    [ "$(basename "$f")" = simhash_ext.so ] || ln -s "$f" "$PRIVATE_PG$sys_lib/"
-done
-cp "$PACKAGE/usr/lib/postgresql/15/lib/simhash_ext.so" "$PRIVATE_PG$sys_lib/"
-cp "$PACKAGE"/usr/share/postgresql/15/extension/simhash_ext* "$PRIVATE_PG$sys_share/extension/"
-chmod -R a+rX "$PRIVATE_PG"
-PG_BIN=$PRIVATE_PG$sys_bin
+private_postgres "$PACKAGE" "$PRIVATE_PG" # sets PG_BIN for start_server / stop_server
 
 if [ ! -s "$BENCH/data/paragraphs_en.txt" ]; then
     step "corpus: reading the real text shipped on this machine into bench/data/"

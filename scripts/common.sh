@@ -67,3 +67,28 @@ install_extension() {
     log "building and installing simhash_ext ($*)"
     (cd "$ROOT" && cargo pgrx install --pg-config "$PG_CONFIG" "$@")
 }
+
+# private_postgres PACKAGE DIR: a relocated copy of the system PostgreSQL 15 in DIR that loads the
+# simhash_ext of PACKAGE (`cargo pgrx package --out-dir PACKAGE` output) instead of the installed one,
+# and PG_BIN pointing at it for start_server / stop_server. The installed .so is shared by every
+# server on the machine: replacing it under a running server can crash that server (SIGBUS), so
+# benchmarks and parallel work use such a copy. Sets PRIVATE_PKGLIB to the copy's library directory.
+private_postgres() {
+    local package=$1 dir=$2
+    local sys_bin=/usr/lib/postgresql/15/bin sys_lib sys_share
+    sys_lib=$("$PG_CONFIG" --pkglibdir)
+    sys_share=$("$PG_CONFIG" --sharedir)
+    rm -rf "$dir"
+    mkdir -p "$dir$sys_bin" "$dir$sys_lib" "$(dirname "$dir$sys_share")"
+    cp "$sys_bin/postgres" "$sys_bin/initdb" "$sys_bin/pg_ctl" "$dir$sys_bin/"
+    cp -r "$sys_share" "$dir$sys_share"
+    local f
+    for f in "$sys_lib"/*; do
+        [ "$(basename "$f")" = simhash_ext.so ] || ln -s "$f" "$dir$sys_lib/"
+    done
+    cp "$package$sys_lib/simhash_ext.so" "$dir$sys_lib/"
+    cp "$package$sys_share"/extension/simhash_ext* "$dir$sys_share/extension/"
+    chmod -R a+rX "$dir"
+    PRIVATE_PKGLIB=$dir$sys_lib
+    PG_BIN=$dir$sys_bin
+}
