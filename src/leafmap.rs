@@ -32,6 +32,9 @@ use std::collections::HashMap;
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::prelude::*;
 
+/// Probe batches served from leaf lists in this backend (tests show the lists are used).
+pub static SERVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// `simhash.leaf_map`: read band indexes through the backend's leaf-page lists.
 pub static LEAF_MAP: GucSetting<bool> = GucSetting::<bool>::new(true);
 
@@ -685,6 +688,7 @@ pub unsafe fn equal_entries(
                     Some(moves) => {
                         list.reread = moves > MOVES_BEFORE_REREAD;
                         served = true;
+                        SERVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                     None => {
                         out.truncate(start);
