@@ -749,6 +749,7 @@ fn simhash_lookup_cost(
     fingerprint: i64,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
+    fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<
     'static,
     (
@@ -760,13 +761,7 @@ fn simhash_lookup_cost(
 > {
     unsafe {
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let namespace = Spi::get_one::<pg_sys::Oid>(
-            "SELECT extnamespace FROM pg_catalog.pg_extension WHERE extname = 'simhash_ext'",
-        )
-        .ok()
-        .flatten()
-        .unwrap_or(pg_sys::InvalidOid);
-        let att = attachment_of(heap, text_column, namespace);
+        let att = attachment_of(heap, text_column, own_namespace(fcinfo));
 
         let fp_attnum = fingerprint_attnum(heap, &att);
         let indexes = BandIndexes::open(heap, &att, fp_attnum);
