@@ -354,6 +354,9 @@ struct Leaf {
     /// `searched` (which is below any value still to come).
     start: u16,
     searched: i64,
+    /// The upper bound on keys that the interpolation uses: the high key, or the list's bound for
+    /// a leaf reached straight from the list (what [`prefetch`] assumed).
+    bound: i64,
 }
 
 impl Leaf {
@@ -404,6 +407,7 @@ unsafe fn find_leaf(
                         next: opaque.next,
                         start,
                         searched: low,
+                        bound: high.unwrap_or(NULL_KEY),
                     });
                 }
             }
@@ -423,57 +427,52 @@ unsafe fn find_leaf(
 /// torn: it only chooses addresses to prefetch inside those pages, and the probe itself reads the
 /// page under its lock.
 unsafe fn prefetch(leaves: &[(i64, u32, pg_sys::Buffer)], values: &[i32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        const MAX: usize = 64;
-        let mut pages = [(std::ptr::null::<u8>(), 0u16); MAX];
-        let mut n = 0;
-        for &value in values.iter().take(MAX) {
-            let value = i64::from(value);
-            let at = leaves
-                .partition_point(|&(low, _, _)| low < value)
-                .saturating_sub(1);
-            let (low, _, recent) = leaves[at];
-            if recent <= 0 {
-                continue;
+    const MAX: usize = 64;
+    // (page, value, the bounds of its list entry)
+    let mut pages = [(std::ptr::null::<u8>(), 0i64, 0i64, 0i64); MAX];
+    let mut n = 0;
+    for &value in values.iter().take(MAX) {
+        let value = i64::from(value);
+        let at = leaves
+            .partition_point(|&(low, _, _)| low < value)
+            .saturating_sub(1);
+        let (low, _, recent) = leaves[at];
+        if recent <= 0 {
+            continue;
+        }
+        let page = pg_sys::BufferBlocks.add((recent as usize - 1) * BLOCK_SIZE) as *const u8;
+        prefetch_line(pg_sys::BufferDescriptors.add(recent as usize - 1) as *const u8);
+        prefetch_line(page);
+        prefetch_line(page.add(BLOCK_SIZE - 64));
+        pages[n] = (page, value, low, list_high(leaves, at));
+        n += 1;
+    }
+    // The page header and trailer say where the items are: the first round's pivots follow.
+    let line_pointer = |page: *const u8, offset: i64| -> usize {
+        let at = PAGE_HEADER_SIZE + 4 * (offset.clamp(1, 2000) as usize - 1);
+        let raw = std::ptr::read_volatile(page.add(at) as *const u32);
+        (raw & 0x7fff) as usize % BLOCK_SIZE
+    };
+    let mut pivots = [[0i64; 3]; MAX];
+    for (&(page, value, low, high), pivots) in pages[..n].iter().zip(pivots.iter_mut()) {
+        let lower = std::ptr::read_volatile(page.add(12) as *const u16) as usize;
+        let next = std::ptr::read_volatile(page.add(BLOCK_SIZE - 16 + 4) as *const u32);
+        let first: i64 = if next == P_NONE { 1 } else { 2 };
+        let last = (lower.saturating_sub(PAGE_HEADER_SIZE) / 4).min(2000) as i64;
+        if last < first {
+            continue;
+        }
+        *pivots = round_pivots(first - 1, last + 1, low, high, value);
+        prefetch_line(page.add(line_pointer(page, 1)));
+        for &p in pivots.iter() {
+            prefetch_line(page.add(PAGE_HEADER_SIZE + 4 * (p.clamp(1, 2000) as usize - 1)));
+        }
+    }
+    for (&(page, ..), pivots) in pages[..n].iter().zip(&pivots) {
+        for &p in pivots {
+            if p > 0 {
+                prefetch_line(page.add(line_pointer(page, p)));
             }
-            let page = pg_sys::BufferBlocks.add((recent as usize - 1) * BLOCK_SIZE) as *const u8;
-            _mm_prefetch(
-                pg_sys::BufferDescriptors.add(recent as usize - 1) as *const i8,
-                _MM_HINT_T0,
-            );
-            _mm_prefetch(page as *const i8, _MM_HINT_T0);
-            _mm_prefetch(page.add(BLOCK_SIZE - 64) as *const i8, _MM_HINT_T0);
-            // Where the search will start, as a fraction of the page's items.
-            let next = leaves.get(at + 1).map_or(NULL_KEY, |&(low, _, _)| low);
-            let fraction = if low != MINUS_INFINITY && next != NULL_KEY && next > low {
-                ((value - low) * 1024 / (next - low)).clamp(0, 1024) as u16
-            } else {
-                512
-            };
-            pages[n] = (page, fraction);
-            n += 1;
-        }
-        let line_pointer = |page: *const u8, offset: usize| -> usize {
-            let raw = std::ptr::read_volatile(page.add(PAGE_HEADER_SIZE + 4 * (offset - 1)) as *const u32);
-            (raw & 0x7fff) as usize % BLOCK_SIZE
-        };
-        let mut guesses = [0usize; MAX];
-        for (i, &(page, fraction)) in pages[..n].iter().enumerate() {
-            let lower = std::ptr::read_volatile(page.add(12) as *const u16) as usize;
-            let items =
-                (lower.saturating_sub(PAGE_HEADER_SIZE) / 4).clamp(1, (BLOCK_SIZE - PAGE_HEADER_SIZE) / 4);
-            _mm_prefetch(page.add(line_pointer(page, 1)) as *const i8, _MM_HINT_T0);
-            let guess = 1 + (items - 1) * fraction as usize / 1024;
-            guesses[i] = guess;
-            _mm_prefetch(
-                page.add(PAGE_HEADER_SIZE + 4 * (guess - 1)) as *const i8,
-                _MM_HINT_T0,
-            );
-        }
-        for (&(page, _), &guess) in pages[..n].iter().zip(&guesses) {
-            _mm_prefetch(page.add(line_pointer(page, guess)) as *const i8, _MM_HINT_T0);
         }
     }
 }
@@ -508,23 +507,23 @@ unsafe fn read_equal(
                     .saturating_sub(1);
                 let (low, block, ref mut recent) = leaves[at];
                 let mut moves = 0;
-                let leaf = find_leaf(index, block, recent, low, value, &mut moves)?;
+                let mut leaf = find_leaf(index, block, recent, low, value, &mut moves)?;
                 most_moves = most_moves.max(moves);
+                if moves == 0 {
+                    leaf.bound = list_high(leaves, at);
+                }
                 leaf
             }
         };
         loop {
             let last = leaf.page.max_offset();
-            let mut offset = first_not_below(
-                &leaf.page,
-                leaf.start,
-                last,
-                value,
-                leaf.searched,
-                leaf.high.unwrap_or(NULL_KEY),
-            );
+            let mut offset = first_not_below(&leaf.page, leaf.start, last, value, leaf.searched, leaf.bound);
             let mut ended = false;
             while offset <= last && out.len() < limit {
+                // Equal keys often run on: ask for the next entries while this one is read.
+                for ahead in offset + 1..=(offset + 2).min(last) {
+                    prefetch_line(leaf.page.tuple(ahead));
+                }
                 let tuple = leaf.page.tuple(offset);
                 let info = t_info(tuple);
                 if info & INDEX_ALT_TID_MASK != 0 {
@@ -576,20 +575,7 @@ fn first_not_below(page: &Page, first: u16, last: u16, value: i64, low: i64, hig
     let (mut lo, mut hi) = (i64::from(first) - 1, i64::from(last) + 1);
     let (mut klo, mut khi) = (low, high);
     while hi - lo > 1 {
-        let width = hi - lo;
-        let mut pivots = [0i64; 3];
-        if width <= 4 {
-            for (i, p) in pivots.iter_mut().enumerate() {
-                *p = (lo + 1 + i as i64).min(hi - 1);
-            }
-        } else if klo != MINUS_INFINITY && khi != NULL_KEY && khi > klo {
-            let guess = lo + ((value - klo) as f64 * width as f64 / (khi - klo) as f64) as i64;
-            let guess = guess.clamp(lo + 1, hi - 1);
-            let spread = ((width as f64).sqrt() / 2.0).ceil() as i64;
-            pivots = [guess - spread, guess, guess + spread].map(|p| p.clamp(lo + 1, hi - 1));
-        } else {
-            pivots = [1, 2, 3].map(|q| lo + width * q / 4);
-        }
+        let pivots = round_pivots(lo, hi, klo, khi, value);
         let mut tuples = [std::ptr::null(); 3];
         for &p in &pivots {
             prefetch_line(page.line_pointer_address(p as u16));
@@ -614,6 +600,29 @@ fn first_not_below(page: &Page, first: u16, last: u16, value: i64, low: i64, hig
         }
     }
     hi as u16
+}
+
+/// The keys one round of [`first_not_below`] reads, between positions `lo` and `hi` (exclusive)
+/// whose keys are `klo` below the value and `khi` not below it: all of them when at most three,
+/// else around the interpolated position (a spread of half the square root of the range, about the
+/// error of interpolation on uniform keys), else at the quartiles. Always inside the range.
+fn round_pivots(lo: i64, hi: i64, klo: i64, khi: i64, value: i64) -> [i64; 3] {
+    let width = hi - lo;
+    if width <= 4 {
+        return [1, 2, 3].map(|i| (lo + i).min(hi - 1));
+    }
+    if klo != MINUS_INFINITY && khi != NULL_KEY && khi > klo {
+        let guess = lo + ((value - klo) as f64 * width as f64 / (khi - klo) as f64) as i64;
+        let guess = guess.clamp(lo + 1, hi - 1);
+        let spread = ((width as f64).sqrt() / 2.0).ceil() as i64;
+        return [guess - spread, guess, guess + spread].map(|p| p.clamp(lo + 1, hi - 1));
+    }
+    [1, 2, 3].map(|q| lo + width * q / 4)
+}
+
+/// The upper bound a list gives for the keys of its entry `at`: the next entry's lowest key.
+fn list_high(leaves: &[(i64, u32, pg_sys::Buffer)], at: usize) -> i64 {
+    leaves.get(at + 1).map_or(NULL_KEY, |&(low, _, _)| low)
 }
 
 /// Asks the CPU to bring in the cache line at `address` (a hint: no fault, no effect on results).
