@@ -244,19 +244,19 @@ fn fingerprint_of(features: &[Feature], v: &[f64; 64]) -> Option<u64> {
 }
 
 /// The features of `features` whose hash has `bit` equal to `value`, heaviest first, at most
-/// [`TOP_FEATURES_PER_BIT`].
+/// [`TOP_FEATURES_PER_BIT`]; ties keep the order of first occurrence. One pass, no sort: a long text
+/// has many features and this runs once per differing bit.
 fn strongest(features: &[Feature], bit: u32, value: bool) -> Vec<(String, f64)> {
-    let mut pushing: Vec<&Feature> = features
-        .iter()
-        .filter(|f| ((f.hash >> bit) & 1 == 1) == value)
-        .collect();
-    // Stable: equal weights keep the order of first occurrence.
-    pushing.sort_by(|x, y| y.weight.total_cmp(&x.weight));
-    pushing
-        .into_iter()
-        .take(TOP_FEATURES_PER_BIT)
-        .map(|f| (f.text.clone(), f.weight))
-        .collect()
+    let mut top: Vec<&Feature> = Vec::with_capacity(TOP_FEATURES_PER_BIT + 1);
+    for f in features.iter().filter(|f| ((f.hash >> bit) & 1 == 1) == value) {
+        // After every feature at least as heavy: earlier ones win ties.
+        let at = top.iter().position(|t| f.weight > t.weight).unwrap_or(top.len());
+        if at < TOP_FEATURES_PER_BIT {
+            top.insert(at, f);
+            top.truncate(TOP_FEATURES_PER_BIT);
+        }
+    }
+    top.into_iter().map(|f| (f.text.clone(), f.weight)).collect()
 }
 
 /// Explains the pair `a`, `b` under `options`. Reports an allocation failure of either text's
@@ -418,6 +418,18 @@ mod tests {
                 "the sum's sign is the bit"
             );
             assert!(!b.top_a.is_empty() && b.top_a.len() <= TOP_FEATURES_PER_BIT);
+            // The definition: a stable sort of the features with a's bit, heaviest first.
+            let mut pushing: Vec<&Feature> = fa
+                .iter()
+                .filter(|f| ((f.hash >> b.bit) & 1 == 1) == b.value_a())
+                .collect();
+            pushing.sort_by(|x, y| y.weight.total_cmp(&x.weight));
+            let want: Vec<(String, f64)> = pushing
+                .iter()
+                .take(TOP_FEATURES_PER_BIT)
+                .map(|f| (f.text.clone(), f.weight))
+                .collect();
+            assert_eq!(b.top_a, want, "bit {}", b.bit);
             // Each named feature has the bit of its side's value, and none left out weighs more.
             let weakest = b.top_a.last().unwrap().1;
             for (text, w) in &b.top_a {
