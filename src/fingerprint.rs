@@ -102,6 +102,9 @@ fn simhash_features(
 /// Why `a` and `b` are or are not near-duplicates under the options of `simhash()`: a `distance` row
 /// (the summary), one `bit` row per differing bit (each side's per-bit sum and strongest features),
 /// then one row per feature (`shared`, `only_a`, `only_b`) with its weight on each side.
+// The row type is spelled out: pgrx's SQL generation reads the columns from the signature itself (a
+// type alias does not resolve), which clippy finds complex.
+#[allow(clippy::type_complexity)]
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash_explain(
     a: Text,
