@@ -2,8 +2,9 @@
 
 A table attached with on_duplicate => 'error' rejects a near-duplicate insert with SQLSTATE 23505,
 which psycopg raises as psycopg.errors.UniqueViolation: the same exception an ordinary unique
-constraint gives, with the existing row's key and the Hamming distance in its DETAIL. Then: a lookup
-of the rows near a text, and the near-duplicate pairs of a table, with query parameters.
+constraint gives, with the existing row's key and the Hamming distance in its DETAIL. Then: why the
+two texts are near-duplicates (simhash_explain), a lookup of the rows near a text, and the
+near-duplicate pairs of a table, with query parameters.
 
 Connects with the libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE). Run:
     PGDATABASE=mydb python psycopg_example.py
@@ -57,6 +58,16 @@ def main() -> None:
         # The transaction was rolled back: the connection goes on, the repost is not there.
         (count,) = conn.execute("SELECT count(*) FROM articles").fetchone()
         assert count == 2, count
+
+        # Why: the features the two texts do not share, and one row per differing bit.
+        rows = conn.execute(
+            "SELECT section, feature, bit, weight_a, weight_b FROM simhash_explain(%s, %s)"
+            " WHERE section <> 'shared'",
+            (ORIGINAL, REPOST),
+        ).fetchall()
+        one_sided = [(s, f, a if b is None else b) for s, f, _, a, b in rows if s.startswith("only_")]
+        print("features in one text only:", one_sided)
+        assert sum(1 for r in rows if r[0] == "bit") == distance, rows
 
         # 2. Lookup: the rows within the attached distance of a text, nearest first.
         rows = conn.execute(
