@@ -9,7 +9,8 @@
 --     the fingerprint; tables attached before keep their bands and indexes and stay exact;
 --   * simhash_near_duplicates_sql() writes the same probe plan as SQL; new simhash_probes() and
 --     simhash_lookup_cost();
---   * simhash_row_table() is gone (the lookups find the table from the row type themselves).
+--   * simhash_row_table() is gone (the lookups find the table from the row type themselves);
+--   * new simhash_explain(a, b, <options>): the distance of two texts with the features and bits behind it.
 -- Stored fingerprints, band columns, indexes and triggers are unchanged.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.3.0'" to load this file. \quit
 
@@ -47,6 +48,27 @@ CREATE  FUNCTION "simhash_features"(
 IMMUTABLE STRICT PARALLEL SAFE  COST 100
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_features_with_fold_wrapper';
+
+-- Why two texts are or are not near-duplicates (new in 0.3.0).
+CREATE  FUNCTION "simhash_explain"(
+	"a" text, /* Text */
+	"b" text, /* Text */
+	"tokenizer" text DEFAULT 'bigram', /* Text */
+	"shingle" INT DEFAULT 1, /* i32 */
+	"weighting" text DEFAULT 'logtf', /* Text */
+	"stopwords" bool DEFAULT true, /* bool */
+	"fold" text DEFAULT 'auto' /* Text */
+) RETURNS TABLE (
+	"section" TEXT,  /* ServerText */
+	"feature" TEXT,  /* Option < ServerText > */
+	"bit" INT,  /* Option < i32 > */
+	"weight_a" double precision,  /* Option < f64 > */
+	"weight_b" double precision,  /* Option < f64 > */
+	"detail" TEXT  /* Option < ServerText > */
+)
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_explain_wrapper';
 
 ALTER TYPE simhash_attachment ADD ATTRIBUTE fold text;
 
