@@ -52,7 +52,8 @@ pub fn register_settings() {
 /// Probes of one band index through plain index scans before its list is read: a single-row
 /// write or lookup does not pay for reading the level above the leaves.
 const PROBES_BEFORE_MAP: u32 = 96;
-/// Right-moves in one probe after which the list is read again (the index has grown since).
+/// Right-moves in the probes of one band (pages the list does not know yet, or knows under a lower
+/// key) after which the list is read again: the index has grown since it was read.
 const MOVES_BEFORE_REREAD: u32 = 2;
 
 const BTREE_MAGIC: u32 = 0x053162;
@@ -480,7 +481,7 @@ unsafe fn prefetch(leaves: &[(i64, u32, pg_sys::Buffer)], values: &[i32]) {
 /// Appends the entries whose key is one of `values` (ascending, distinct), at most `limit` in all,
 /// each value's search starting from its listed leaf unless the page read for the previous value
 /// holds it too (neighbouring probes often share a leaf). None if a page is not what it must be;
-/// otherwise the most pages moved right over to reach a value.
+/// otherwise how many pages it moved right over to reach the values.
 unsafe fn read_equal(
     index: pg_sys::Relation,
     leaves: &mut [(i64, u32, pg_sys::Buffer)],
@@ -489,7 +490,7 @@ unsafe fn read_equal(
     out: &mut Vec<Entry>,
 ) -> Option<u32> {
     prefetch(leaves, values);
-    let mut most_moves = 0;
+    let mut all_moves = 0;
     let mut current: Option<Leaf> = None;
     for &value in values {
         let value = i64::from(value);
@@ -508,7 +509,7 @@ unsafe fn read_equal(
                 let (low, block, ref mut recent) = leaves[at];
                 let mut moves = 0;
                 let mut leaf = find_leaf(index, block, recent, low, value, &mut moves)?;
-                most_moves = most_moves.max(moves);
+                all_moves += moves;
                 if moves == 0 {
                     leaf.bound = list_high(leaves, at);
                 }
@@ -555,7 +556,7 @@ unsafe fn read_equal(
         }
         current = Some(leaf);
     }
-    Some(most_moves)
+    Some(all_moves)
 }
 
 /// The offset of the first item of a leaf page whose key is not below `value` (`last + 1` if none),
@@ -612,9 +613,10 @@ fn round_pivots(lo: i64, hi: i64, klo: i64, khi: i64, value: i64) -> [i64; 3] {
         return [1, 2, 3].map(|i| (lo + i).min(hi - 1));
     }
     if klo != MINUS_INFINITY && khi != NULL_KEY && khi > klo {
-        let guess = lo + ((value - klo) as f64 * width as f64 / (khi - klo) as f64) as i64;
-        let guess = guess.clamp(lo + 1, hi - 1);
-        let spread = ((width as f64).sqrt() / 2.0).ceil() as i64;
+        // Keys are band values (below 2^16) and widths item counts (below 2^11): no overflow.
+        let guess = (lo + (value - klo) * width / (khi - klo)).clamp(lo + 1, hi - 1);
+        // About half the square root of the width, without floating point.
+        let spread = 1i64 << ((64 - width.leading_zeros()) / 2).saturating_sub(1);
         return [guess - spread, guess, guess + spread].map(|p| p.clamp(lo + 1, hi - 1));
     }
     [1, 2, 3].map(|q| lo + width * q / 4)
@@ -689,13 +691,25 @@ pub unsafe fn equal_entries(
         } else {
             if list.leaves.is_empty() || list.reread {
                 list.reread = false;
-                list.leaves = read_leaves(index).unwrap_or_default();
+                let mut leaves = read_leaves(index).unwrap_or_default();
+                // Leaves already listed keep the buffer they were last read from (the list is read
+                // again as the index grows, and most of its leaves are the same).
+                let recent: HashMap<u32, pg_sys::Buffer> = list
+                    .leaves
+                    .iter()
+                    .filter(|&&(_, _, buffer)| buffer != 0)
+                    .map(|&(_, block, buffer)| (block, buffer))
+                    .collect();
+                for (_, block, buffer) in &mut leaves {
+                    *buffer = recent.get(block).copied().unwrap_or(0);
+                }
+                list.leaves = leaves;
             }
             if !list.leaves.is_empty() {
                 let start = out.len();
                 match read_equal(index, &mut list.leaves, values, limit.saturating_add(start), out) {
                     Some(moves) => {
-                        list.reread = moves > MOVES_BEFORE_REREAD;
+                        list.reread = moves >= MOVES_BEFORE_REREAD;
                         served = true;
                         SERVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
