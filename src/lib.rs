@@ -7,6 +7,7 @@ mod bands;
 mod dedup;
 mod errors;
 mod fingerprint;
+mod partitions;
 mod search;
 mod tables;
 mod text;
