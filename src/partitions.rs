@@ -222,7 +222,11 @@ struct EventTriggerScope;
 
 impl EventTriggerScope {
     fn enter() -> Option<EventTriggerScope> {
-        (!IN_EVENT_TRIGGER.with(|f| f.replace(true))).then_some(EventTriggerScope)
+        if IN_EVENT_TRIGGER.with(|f| f.replace(true)) {
+            None
+        } else {
+            Some(EventTriggerScope)
+        }
     }
 }
 

@@ -403,16 +403,18 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   att @extschema@.simhash_attachment;
-  clone boolean;
+  trig record;
   enabled "char";
   renamed name[];
   wanted name[];
   taken name;
   i int;
 BEGIN
-  FOR att, clone IN SELECT s, t.tgparentid <> 0
-                    FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
-                    WHERE t.tgrelid = table_name AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure LOOP
+  FOR trig IN SELECT s AS att, t.tgparentid <> 0 AS clone
+              FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
+              WHERE t.tgrelid = simhash_rename_column.table_name
+                AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure LOOP
+    att := trig.att;
     renamed := att.fingerprint_column || att.band_columns || att.flag_column;
     IF old_name = ANY (renamed) THEN
       RAISE EXCEPTION 'cannot rename column "%" of "%": simhash_attach() added it for column "%"',
@@ -421,7 +423,7 @@ BEGIN
               HINT = format('Rename column %I instead: its fingerprint, band and flag columns follow it.', att.text_column);
     END IF;
     -- A partition's columns are inherited: PostgreSQL refuses to rename them there.
-    CONTINUE WHEN old_name <> att.text_column OR clone OR new_name = old_name;
+    CONTINUE WHEN old_name <> att.text_column OR trig.clone OR new_name = old_name;
     IF octet_length(new_name) > 63 - length('_duplicate_of') THEN
       RAISE EXCEPTION 'cannot rename attached column "%" to "%": the name is too long to derive column names from',
         old_name, new_name USING ERRCODE = '42622';
