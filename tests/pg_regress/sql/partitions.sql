@@ -5,6 +5,7 @@
 \set include :abs_srcdir '/include/sentences.sql'
 \i :include
 \set include :abs_srcdir '/include/try.sql'
+\set SHOW_CONTEXT never
 \i :include
 
 -- 4,000 documents of three real sentences over four months; a range partition per month, one of
@@ -240,3 +241,29 @@ SELECT count(*) AS triggers_left FROM pg_trigger t JOIN pg_partition_tree('vault
 SELECT count(*) AS attachments FROM simhash_attachments();
 DROP SCHEMA vault CASCADE;
 DROP TABLE posts, september, october;
+
+-- An ordinary table: a column named like one the attach adds is refused (42701) before anything
+-- changes; renaming the table, its schema and the text column keeps detection working in this
+-- session, whose trigger has prepared its key query on the old names.
+CREATE TABLE notes (id int PRIMARY KEY, note text, note_band2 int);
+INSERT INTO notes VALUES (1, 'Scheduled power outage notice for Maple District on Tuesday from nine to noon.');
+\set VERBOSITY default
+SELECT simhash_attach('notes', 'note', on_duplicate => 'flag');
+\set VERBOSITY terse
+SELECT attname FROM pg_attribute WHERE attrelid = 'notes'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum;
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgrelid = 'notes'::regclass;
+ALTER TABLE notes DROP COLUMN note_band2;
+SELECT simhash_attach('notes', 'note', on_duplicate => 'error');
+SELECT pg_temp.try($$INSERT INTO notes VALUES (2, 'Scheduled power outage notice for Maple District on Tuesday from nine to noon!')$$) AS before_renames;
+CREATE SCHEMA crawl;
+ALTER TABLE notes SET SCHEMA crawl;
+ALTER TABLE crawl.notes RENAME TO memos;
+ALTER SCHEMA crawl RENAME TO crawled;
+ALTER TABLE crawled.memos RENAME COLUMN note TO memo;
+\set VERBOSITY default
+INSERT INTO crawled.memos VALUES (3, 'SCHEDULED POWER OUTAGE NOTICE FOR MAPLE DISTRICT ON TUESDAY FROM NINE TO NOON');
+\set VERBOSITY terse
+SELECT (n.item).id, n.distance FROM simhash_near_duplicates(NULL::crawled.memos, 'Scheduled power outage notice for Maple District on Tuesday from nine to noon') n;
+SELECT simhash_detach('crawled.memos');
+SELECT attname FROM pg_attribute WHERE attrelid = 'crawled.memos'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum;
+DROP SCHEMA crawled CASCADE;
