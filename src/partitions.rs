@@ -77,7 +77,10 @@ impl OpenTable {
     /// `held` must be an open relation.
     pub unsafe fn open(held: pg_sys::Relation, oid: pg_sys::Oid) -> OpenTable {
         if (*held).rd_id == oid {
-            OpenTable { rel: held, owned: false }
+            OpenTable {
+                rel: held,
+                owned: false,
+            }
         } else {
             OpenTable {
                 rel: pg_sys::relation_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE),

@@ -433,7 +433,9 @@ pub fn qualified_name_of(relid: pg_sys::Oid) -> String {
         }
         format!(
             "{}.{}",
-            pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(CStr::from_ptr(namespace).to_bytes())),
+            pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(
+                CStr::from_ptr(namespace).to_bytes()
+            )),
             pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(CStr::from_ptr(name).to_bytes()))
         )
     }
@@ -709,9 +711,15 @@ fn simhash_lookup_cost(
             let fp_attnum = fingerprint_attnum(open.rel, &att);
             let indexes = BandIndexes::open(open.rel, &att, fp_attnum);
             let plan = plan_for(open.rel, &indexes, fingerprint as u64, k, att.nbands, snapshot);
-            let c = search(open.rel, fp_attnum, &indexes, &plan, snapshot, None, &mut |_, _| {
-                matches += 1
-            });
+            let c = search(
+                open.rel,
+                fp_attnum,
+                &indexes,
+                &plan,
+                snapshot,
+                None,
+                &mut |_, _| matches += 1,
+            );
             counts.probes += c.probes;
             counts.candidates += c.candidates;
             counts.heap_fetches += c.heap_fetches;

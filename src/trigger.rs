@@ -298,9 +298,15 @@ unsafe fn find_nearest(
     // transaction committed while this one waited on the locks.
     crate::partitions::command_counter_increment();
     let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
-    let Some((distance, relid, tid)) =
-        nearest_row(heap, attached_table, att, fp, fp_attnum as i16, self_tid, snapshot)
-    else {
+    let Some((distance, relid, tid)) = nearest_row(
+        heap,
+        attached_table,
+        att,
+        fp,
+        fp_attnum as i16,
+        self_tid,
+        snapshot,
+    ) else {
         pg_sys::UnregisterSnapshot(snapshot);
         return (String::new(), None);
     };
@@ -308,7 +314,11 @@ unsafe fn find_nearest(
     pg_sys::SPI_connect();
     // The name is part of the key: the prepared query names the table, and a renamed table (or
     // schema) must not reach a stale plan.
-    let cache_key = (relid.to_u32(), ext_schema.clone(), crate::search::qualified_name_of(relid));
+    let cache_key = (
+        relid.to_u32(),
+        ext_schema.clone(),
+        crate::search::qualified_name_of(relid),
+    );
     let (plan, key_columns) = LOOKUPS.with(|lookups| {
         let mut lookups = lookups.borrow_mut();
         let lookup = lookups
@@ -536,7 +546,8 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let mut nulls = vec![fp.is_none()];
 
     // The INSERT half of a row moved to another partition is no new text.
-    let moved = partition && op == pg_sys::TRIGGER_EVENT_INSERT && crate::partitions::is_row_move(trigger, fp);
+    let moved =
+        partition && op == pg_sys::TRIGGER_EVENT_INSERT && crate::partitions::is_row_move(trigger, fp);
     if att.mode != Mode::None && text_changed && !moved {
         let flag_att = (att.mode == Mode::Flag).then(|| attnum(tupdesc, &att.flag_column(), &table));
         let nearest = match fp {
