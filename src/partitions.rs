@@ -150,6 +150,9 @@ struct UpdateNote {
     fingerprint: Option<u64>,
     transaction: u32,
     command: u32,
+    /// The row version the UPDATE replaces: after a move, PostgreSQL marks it as moved.
+    table: pg_sys::Oid,
+    row: pg_sys::ItemPointerData,
 }
 
 thread_local! {
@@ -160,16 +163,24 @@ fn local_transaction() -> u32 {
     unsafe { (*pg_sys::MyProc).lxid }
 }
 
-/// Notes that `trigger` let an UPDATE of a partition's row through with `fingerprint`.
+/// Notes that `trigger` let an UPDATE of the row at `row` of partition `table` through with
+/// `fingerprint`.
 ///
 /// # Safety
 /// `trigger` must be the firing trigger.
-pub unsafe fn note_update(trigger: &pg_sys::Trigger, fingerprint: Option<u64>) {
+pub unsafe fn note_update(
+    trigger: &pg_sys::Trigger,
+    table: pg_sys::Oid,
+    row: pg_sys::ItemPointerData,
+    fingerprint: Option<u64>,
+) {
     let note = UpdateNote {
         trigger_name: CStr::from_ptr(trigger.tgname).to_bytes().to_vec(),
         fingerprint,
         transaction: local_transaction(),
         command: pg_sys::GetCurrentCommandId(false),
+        table,
+        row,
     };
     UPDATE_NOTES.with(|notes| {
         let mut notes = notes.borrow_mut();
@@ -179,9 +190,11 @@ pub unsafe fn note_update(trigger: &pg_sys::Trigger, fingerprint: Option<u64>) {
 }
 
 /// Whether this INSERT through `trigger` is the second half of a row move: the UPDATE noted last by
-/// the trigger of the same name had the same fingerprint, in this transaction, and no command has
-/// run since (a new command increments the command id; this extension's own increments are
-/// followed by [`command_counter_increment`]). The note is used up either way.
+/// the trigger of the same name had the same fingerprint, in this transaction, no command has run
+/// since (a new command increments the command id; this extension's own increments are followed
+/// by [`command_counter_increment`]), and the row version it replaced is now marked as moved to
+/// another partition (an upsert or MERGE that updates one row and inserts another does not mark
+/// it). The note is used up either way.
 ///
 /// # Safety
 /// `trigger` must be the firing trigger.
@@ -194,8 +207,40 @@ pub unsafe fn is_row_move(trigger: &pg_sys::Trigger, fingerprint: Option<u64>) -
             return false;
         };
         let note = notes.swap_remove(i);
-        note.transaction == transaction && note.command == command && note.fingerprint == fingerprint
+        note.transaction == transaction
+            && note.command == command
+            && note.fingerprint == fingerprint
+            && moved_to_another_partition(note.table, note.row)
     })
+}
+
+/// Whether the row version at `row` of `table` was deleted by a move to another partition (its
+/// ctid then holds PostgreSQL's "moved partitions" marker).
+unsafe fn moved_to_another_partition(table: pg_sys::Oid, row: pg_sys::ItemPointerData) -> bool {
+    let rel = pg_sys::relation_open(table, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    let mut tuple = pg_sys::HeapTupleData {
+        t_self: row,
+        ..Default::default()
+    };
+    let mut buffer: pg_sys::Buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+    let found = pg_sys::heap_fetch(
+        rel,
+        std::ptr::addr_of_mut!(pg_sys::SnapshotAnyData),
+        &mut tuple,
+        &mut buffer,
+        true,
+    );
+    let moved = found && !tuple.t_data.is_null() && {
+        let ctid = (*tuple.t_data).t_ctid;
+        ctid.ip_blkid.bi_hi == 0xFFFF
+            && ctid.ip_blkid.bi_lo == 0xFFFF
+            && u32::from(ctid.ip_posid) == pg_sys::MovedPartitionsOffsetNumber
+    };
+    if buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
+        pg_sys::ReleaseBuffer(buffer);
+    }
+    pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+    moved
 }
 
 /// `CommandCounterIncrement()` for the duplicate trigger's search, carrying the notes of the

@@ -523,7 +523,7 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         if same_bigint(getattr(old, fp_att, tupdesc), getattr(tuple, fp_att, tupdesc)) {
             if partition {
                 let stored = getattr(tuple, fp_att, tupdesc).map(|d| d.value() as i64 as u64);
-                crate::partitions::note_update(trigger, stored);
+                crate::partitions::note_update(trigger, rel.rd_id, (*old).t_self, stored);
             }
             return pg_sys::Datum::from(tuple);
         }
@@ -593,8 +593,8 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         }
     }
 
-    if partition && op == pg_sys::TRIGGER_EVENT_UPDATE {
-        crate::partitions::note_update(trigger, fp);
+    if let (true, Some(old)) = (partition, old) {
+        crate::partitions::note_update(trigger, rel.rd_id, (*old).t_self, fp);
     }
     let modified = pg_sys::heap_modify_tuple_by_cols(
         tuple,

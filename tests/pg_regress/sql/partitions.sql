@@ -183,6 +183,12 @@ SELECT simhash_attach('posts', 'body', on_duplicate => 'flag');
 INSERT INTO posts VALUES (4, 'b', 'MUSEUM OPENS EXHIBIT OF HAND-DRAWN HARBOR MAPS FROM THE EIGHTEENTH CENTURY');
 UPDATE posts SET site = 'b' WHERE id = 1;
 SELECT id, site, body_duplicate_of, tableoid::regclass FROM posts ORDER BY id;
+-- An upsert that updates a row in place and inserts another row with the same text in the same
+-- statement: that insert is checked (flagged) like any other; only a real move is exempt.
+INSERT INTO posts VALUES (2, 'a', 'Museum opens exhibit of hand-drawn harbor maps from the eighteenth century!'),
+                         (5, 'a', 'Museum opens exhibit of hand-drawn harbor maps from the eighteenth century!')
+ON CONFLICT (id, site) DO UPDATE SET site = EXCLUDED.site;
+SELECT id, site, body_duplicate_of IS NOT NULL AS flagged FROM posts WHERE id IN (2, 5) ORDER BY id;
 
 -- Pairs and clusters of a partitioned table equal a brute-force self-join over every partition.
 SELECT (SELECT count(*) FROM simhash_pairs('news', 3)) AS pairs,
