@@ -282,6 +282,7 @@ unsafe fn nearest_row(
 
 /// Finds the nearest row within `max_distance` with a fresh snapshot, so that rows committed while
 /// this transaction waited on the locks are seen at every isolation level.
+#[allow(clippy::too_many_arguments)] // the trigger's state, passed down once per checked write
 unsafe fn find_nearest(
     td: &pg_sys::TriggerData,
     ext_schema: String,

@@ -84,6 +84,14 @@ INSERT INTO july (id, published, lang, body) VALUES (40000, '2024-07-01', 'en', 
 SELECT body_simhash IS NULL AS not_yet FROM july;
 ALTER TABLE news ATTACH PARTITION july FOR VALUES FROM ('2024-07-01') TO ('2024-08-01');
 SELECT body_simhash = simhash(body) AS fingerprinted FROM july;
+-- The same one level down, into the list sub-partitioned March (next to its default partition).
+CREATE TABLE march_fr (id int NOT NULL, published date NOT NULL, lang text NOT NULL, body text);
+INSERT INTO march_fr VALUES (50000, '2024-03-03', 'fr', 'Le marché du samedi revient sur la place de la mairie dès le mois prochain.');
+ALTER TABLE news_2024_03 ATTACH PARTITION march_fr FOR VALUES IN ('fr');
+SELECT body_simhash = simhash(body) AS fingerprinted,
+       (SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = 'march_fr'::regclass AND t.tgparentid <> 0) AS trigger_clone
+FROM march_fr;
+SELECT pg_temp.try($$INSERT INTO news VALUES (10009, '2024-04-03', 'fr', 'Le marché du samedi revient sur la place de la mairie dès le mois prochain !')$$) AS dup_of_sub_partition_row;
 -- A table attached on its own is refused, with the fix in the hint; PostgreSQL's own checks stay.
 CREATE TABLE august (id int NOT NULL, published date NOT NULL, lang text NOT NULL, body text);
 SELECT simhash_attach('august', 'body');
