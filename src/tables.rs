@@ -118,6 +118,7 @@ DECLARE
   bands text;
   wanted name[];
   taken name;
+  taken_in regclass;
 BEGIN
   IF table_name IS NULL OR text_column IS NULL THEN
     RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
@@ -175,7 +176,8 @@ BEGIN
   -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
   -- radius of the query's (generalized pigeonhole, src/search.rs).
   nbands := 4;
-  -- Every name the attach would create is checked before anything changes.
+  -- Every name the attach would create is checked before anything changes (a partition has the
+  -- columns of its partitioned table, but triggers of its own).
   wanted := ARRAY[fp] || ARRAY(SELECT (text_column || '_band' || i)::name FROM generate_series(0, nbands - 1) i)
             || CASE WHEN on_duplicate = 'flag' THEN ARRAY[(text_column || '_duplicate_of')::name] ELSE '{}' END;
   SELECT a.attname INTO taken FROM pg_attribute a
@@ -187,8 +189,12 @@ BEGIN
             HINT = format('Attaching column %I adds the columns %s: rename or drop column %I first.',
                           text_column, array_to_string(wanted, ', '), taken);
   END IF;
-  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = 'simhash_' || text_column) THEN
-    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', 'simhash_' || text_column, table_name
+  SELECT t.tgrelid INTO taken_in FROM pg_trigger t
+  WHERE t.tgrelid IN (SELECT simhash_attach.table_name UNION ALL SELECT p.relid FROM pg_partition_tree(table_name) p)
+    AND t.tgname = 'simhash_' || text_column
+  LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', 'simhash_' || text_column, taken_in
       USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
   END IF;
   IF on_duplicate = 'flag' AND (SELECT count(*) FROM @extschema@.simhash_primary_key(table_name)) = 1 THEN

@@ -210,11 +210,20 @@ SELECT (SELECT count(*) FROM simhash_pairs('news', 3)) AS pairs,
 SELECT count(*) AS rows, count(*) = (SELECT count(*) FROM news) AS every_row FROM simhash_clusters('news', 3);
 SELECT count(*) AS posts_pairs FROM simhash_pairs('posts');
 
--- Errors: a partition is attached and detached through its partitioned table.
+-- Errors: a partition is attached and detached through its partitioned table; a partitioned
+-- table one of whose partitions has a trigger of the name the attach gives is refused before any
+-- change.
 \set VERBOSITY default
 SELECT simhash_attach('news_2024_01', 'lang');
 SELECT simhash_detach('news_2024_01');
+CREATE TABLE mixed (id int, body text) PARTITION BY RANGE (id);
+CREATE TABLE mixed_1 PARTITION OF mixed FOR VALUES FROM (0) TO (100);
+CREATE FUNCTION pg_temp.noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER simhash_body BEFORE INSERT ON mixed_1 FOR EACH ROW EXECUTE FUNCTION pg_temp.noop();
+SELECT simhash_attach('mixed', 'body');
 \set VERBOSITY terse
+SELECT count(*) AS columns_added FROM pg_attribute WHERE attrelid = 'mixed'::regclass AND attname LIKE 'body\_%';
+DROP TABLE mixed;
 
 -- Renames. The text column: its fingerprint, band and flag columns and the trigger follow, and
 -- detection goes on, on the partitions too.
