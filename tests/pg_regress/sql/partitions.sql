@@ -198,6 +198,17 @@ INSERT INTO posts VALUES (2, 'a', 'Museum opens exhibit of hand-drawn harbor map
 ON CONFLICT (id, site) DO UPDATE SET site = EXCLUDED.site;
 SELECT id, site, body_duplicate_of IS NOT NULL AS flagged FROM posts WHERE id IN (2, 5) ORDER BY id;
 
+-- Without a primary key, a row is named by its partition and ctid (a ctid alone is ambiguous).
+CREATE TABLE logs (site text, line text) PARTITION BY LIST (site);
+CREATE TABLE logs_a PARTITION OF logs FOR VALUES IN ('a');
+CREATE TABLE logs_b PARTITION OF logs FOR VALUES IN ('b');
+INSERT INTO logs VALUES ('a', 'connection from 10.0.0.1 accepted on port 5432 by the server');
+SELECT simhash_attach('logs', 'line', on_duplicate => 'flag');
+INSERT INTO logs VALUES ('b', 'connection from 10.0.0.1 accepted on port 5432 by the server.');
+SELECT site, line_duplicate_of FROM logs ORDER BY site;
+SELECT key_a, key_b, distance FROM simhash_pairs('logs');
+DROP TABLE logs;
+
 -- Pairs and clusters of a partitioned table equal a brute-force self-join over every partition.
 SELECT (SELECT count(*) FROM simhash_pairs('news', 3)) AS pairs,
        (SELECT count(*) FROM news a JOIN news b ON (a.id, a.published, a.lang) < (b.id, b.published, b.lang)
