@@ -149,7 +149,6 @@ struct UpdateNote {
     trigger_name: Vec<u8>,
     fingerprint: Option<u64>,
     transaction: u32,
-    command: u32,
     /// The row version the UPDATE replaces: after a move, PostgreSQL marks it as moved.
     table: pg_sys::Oid,
     row: pg_sys::ItemPointerData,
@@ -178,7 +177,6 @@ pub unsafe fn note_update(
         trigger_name: CStr::from_ptr(trigger.tgname).to_bytes().to_vec(),
         fingerprint,
         transaction: local_transaction(),
-        command: pg_sys::GetCurrentCommandId(false),
         table,
         row,
     };
@@ -190,17 +188,18 @@ pub unsafe fn note_update(
 }
 
 /// Whether this INSERT through `trigger` is the second half of a row move: the UPDATE noted last by
-/// the trigger of the same name had the same fingerprint, in this transaction, no command has run
-/// since (a new command increments the command id; this extension's own increments are followed
-/// by [`command_counter_increment`]), and the row version it replaced is now marked as moved to
-/// another partition (an upsert or MERGE that updates one row and inserts another does not mark
-/// it). The note is used up either way.
+/// the trigger of the same name, in this transaction, had the same fingerprint, and the row version
+/// it replaced is now marked as moved to another partition (an UPDATE in place, as by an upsert or
+/// MERGE that also inserts a row with the same text, does not mark it). The note is used up either
+/// way, so it serves the INSERT that follows its move; were that INSERT cancelled by another
+/// BEFORE INSERT trigger, the next INSERT of the same fingerprint by this trigger in the same
+/// transaction would be taken for it.
 ///
 /// # Safety
 /// `trigger` must be the firing trigger.
 pub unsafe fn is_row_move(trigger: &pg_sys::Trigger, fingerprint: Option<u64>) -> bool {
     let name = CStr::from_ptr(trigger.tgname).to_bytes();
-    let (transaction, command) = (local_transaction(), pg_sys::GetCurrentCommandId(false));
+    let transaction = local_transaction();
     UPDATE_NOTES.with(|notes| {
         let mut notes = notes.borrow_mut();
         let Some(i) = notes.iter().position(|n| n.trigger_name == name) else {
@@ -208,7 +207,6 @@ pub unsafe fn is_row_move(trigger: &pg_sys::Trigger, fingerprint: Option<u64>) -
         };
         let note = notes.swap_remove(i);
         note.transaction == transaction
-            && note.command == command
             && note.fingerprint == fingerprint
             && moved_to_another_partition(note.table, note.row)
     })
@@ -241,24 +239,6 @@ unsafe fn moved_to_another_partition(table: pg_sys::Oid, row: pg_sys::ItemPointe
     }
     pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     moved
-}
-
-/// `CommandCounterIncrement()` for the duplicate trigger's search, carrying the notes of the
-/// current command over to the next one (the search of one attached column must not hide a row
-/// move from the trigger of another).
-pub fn command_counter_increment() {
-    unsafe {
-        let before = pg_sys::GetCurrentCommandId(false);
-        pg_sys::CommandCounterIncrement();
-        let after = pg_sys::GetCurrentCommandId(false);
-        if before != after {
-            UPDATE_NOTES.with(|notes| {
-                for note in notes.borrow_mut().iter_mut().filter(|n| n.command == before) {
-                    note.command = after;
-                }
-            });
-        }
-    }
 }
 
 thread_local! {

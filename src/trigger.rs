@@ -297,7 +297,7 @@ unsafe fn find_nearest(
     // A new command id first, as a read-write SPI query would: rows written earlier in this
     // statement (a multi-row INSERT) are then visible to the snapshot, which also sees every
     // transaction committed while this one waited on the locks.
-    crate::partitions::command_counter_increment();
+    pg_sys::CommandCounterIncrement();
     let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
     let Some((distance, relid, tid)) = nearest_row(
         heap,

@@ -184,6 +184,9 @@ INSERT INTO posts VALUES (1, 'a', 'Museum opens exhibit of hand-drawn harbor map
                          (2, 'b', 'Museum opens exhibit of hand-drawn harbor maps from the eighteenth century!');
 SELECT simhash_attach('posts', 'body', on_duplicate => 'skip');
 INSERT INTO posts VALUES (3, 'b', 'MUSEUM OPENS EXHIBIT OF HAND-DRAWN HARBOR MAPS FROM THE EIGHTEENTH CENTURY');
+-- Also when a BEFORE DELETE trigger of the user runs SQL between the two halves of the move.
+CREATE FUNCTION pg_temp.audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM count(*) FROM posts; RETURN OLD; END $$;
+CREATE TRIGGER audit BEFORE DELETE ON posts FOR EACH ROW EXECUTE FUNCTION pg_temp.audit();
 UPDATE posts SET site = 'a' WHERE id = 2;
 SELECT id, site, tableoid::regclass FROM posts ORDER BY id;
 SELECT simhash_detach('posts');
