@@ -140,8 +140,8 @@ pub unsafe fn attached_table(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -
     table
 }
 
-/// What the BEFORE UPDATE trigger of a partition leaves for a BEFORE INSERT trigger that may follow
-/// in the same command: PostgreSQL moves a row whose partition key changes by deleting it and
+/// What the BEFORE UPDATE trigger of a partition leaves for the BEFORE INSERT trigger that may
+/// follow: PostgreSQL moves a row whose partition key changes by deleting it and
 /// inserting it into its new partition, firing the INSERT triggers there. That INSERT is not a new
 /// text: the UPDATE trigger has checked it already (or had nothing to check), and treating it as one
 /// would reject a row that was a near-duplicate before, or in skip mode drop the row altogether.
