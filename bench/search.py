@@ -77,6 +77,8 @@ WRITE_REPS = int(os.environ.get("BENCH_WRITE_REPS", "2"))
 WRITE_K = env_list("BENCH_SEARCH_WRITE_K", "3,7")
 PARTS = ("write", "lookup")
 ONLY = os.environ.get("BENCH_SEARCH_PARTS", "write,lookup").split(",")
+# The result file under bench/results/ (a partial run should not overwrite the full one).
+RESULT = os.environ.get("BENCH_SEARCH_RESULT", "search.md")
 COMMAND = os.environ.get("BENCH_SEARCH_COMMAND", "bash bench/search.sh")
 EDITED_FROM = 100_000  # edited queries come from rows with id <= this
 
@@ -418,12 +420,18 @@ def render_write(w):
                f"before each insert, autovacuum off, one backend without parallel workers). `s` by wall clock, "
                f"`CPU-s` the backend's own CPU time (`/proc/PID/stat`), best round of each.")
     out.append("")
+    out.append("The `'none'` inserts do the same work whatever `k` (no locks, no search), so each `'error'` "
+               "insert is compared with the fastest `'none'` insert of its fingerprint variant over all `k`: "
+               "on a shared machine the slower `'none'` rounds are the noise, not the baseline.")
+    out.append("")
     rows = []
     verdicts = []
     for v, options in VARIANTS:
+        nones = [w["best"][f"sr_w_{v}_{k}_none"] for k in WRITE_K]
+        fastest = {m: min(b[m] for b in nones) for m in ("wall", "cpu")}
         for k in WRITE_K:
             none, err = w["best"][f"sr_w_{v}_{k}_none"], w["best"][f"sr_w_{v}_{k}_error"]
-            rw, rc = err["wall"] / none["wall"], err["cpu"] / none["cpu"]
+            rw, rc = err["wall"] / fastest["wall"], err["cpu"] / fastest["cpu"]
             ok = "met" if max(rw, rc) <= 2 else ("met by one measure" if min(rw, rc) <= 2 else "**not met**")
             verdicts.append((v, k, ok))
             for mode, b in (("none", none), ("error", err)):
@@ -431,7 +439,7 @@ def render_write(w):
                              f"{n / b['wall']:,.0f}", f"{b['cpu']:.2f}", f"{n / b['cpu']:,.0f}",
                              f"{rw:.2f}× / {rc:.2f}×" if mode == "error" else "", ok if mode == "error" else ""])
     out.append(md_table(["fingerprints", "k", "on_duplicate", "s", "rows/s", "CPU-s", "rows/CPU-s",
-                         "error ÷ none (wall / CPU)", "target ≤ 2×"], rows,
+                         "error ÷ fastest none (wall / CPU)", "target ≤ 2×"], rows,
                         align=["l", "r", "l"] + ["r"] * 6))
     return out
 
@@ -643,7 +651,7 @@ def write_report(parts, t_start, load0):
             out.extend(parts[key])
             out.append("")
     text = "\n".join(out)
-    write_result("search.md", text)
+    write_result(RESULT, text)
     return text
 
 

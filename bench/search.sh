@@ -20,7 +20,8 @@
 # BENCH_SEARCH_PASSES [2], BENCH_SEARCH_OLD_BUDGET [8] s, BENCH_SEARCH_SCAN_QUERIES [5],
 # BENCH_SEARCH_SCAN_BUDGET [12] s, BENCH_WRITE_ROWS [100000], BENCH_WRITE_REPS [2],
 # BENCH_SEARCH_WRITE_K [3,7], BENCH_SEARCH_PARTS [write,lookup], BENCH_SEARCH_SKIP_BUILD [0]: 1
-# reuses the package already in /tmp/simhash-sbench-pkg.
+# reuses the package already in /tmp/simhash-sbench-pkg, BENCH_SEARCH_RESULT [search.md]: the file
+# under bench/results/ to write (so that a partial run does not replace the full one).
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../scripts/common.sh
@@ -75,4 +76,4 @@ psql -h /tmp -p "$BENCH_PORT" -U postgres -qX -v ON_ERROR_STOP=1 -c 'CREATE EXTE
 export BENCH_SEARCH_MACHINE="Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc), RAM $(free -g | awk '/^Mem:/ {print $2}') GiB; $("$PG_BIN/postgres" --version); simhash_ext release build (\`cargo pgrx package\`) of commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src core sql 2>/dev/null || echo ' with uncommitted changes under src/, core/ or sql/'), loaded from $PRIVATE_PG; shared_buffers = 512MB, max_wal_size = 8GB."
 step "measuring (bench/search.py)"
 "$PY" "$BENCH/search.py"
-step "done in $((SECONDS - START)) s: bench/results/search.md"
+step "done in $((SECONDS - START)) s: bench/results/${BENCH_SEARCH_RESULT:-search.md}"

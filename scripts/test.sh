@@ -54,11 +54,24 @@ if [ -d tests/isolation/specs ]; then
     }
 fi
 
+# Client integrations (issue 13): the examples under examples/ (psycopg 3, SQLAlchemy 2.0, node-postgres)
+# against a server with the extension installed above (port 54352); installs a venv and npm packages.
+suites+=(clients)
+log "client integrations (tests/clients/run.sh)"
+bash tests/clients/run.sh || failed+=(clients)
+
 # Robustness (issue 4): encodings, huge inputs and cancellation, upgrades, dump and restore,
 # preloading, crash recovery, allocation failure; each on its own server (ports 54341-54348).
 suites+=(robustness)
 log "robustness tests (tests/robustness/run.sh; logs in /tmp/simhash-robust-logs)"
 bash tests/robustness/run.sh || failed+=(robustness)
+
+# The Debian package (issue 13): built from `cargo pgrx package` output, installed with dpkg into an
+# isolated copy of the PostgreSQL tree (never the system directories, whose simhash_ext.so came from
+# install_extension above), where CREATE EXTENSION and the README quick start run (port 54351).
+suites+=(deb)
+log "Debian package (tests/package/deb.sh)"
+bash tests/package/deb.sh || failed+=(deb)
 
 echo
 echo "suites: $((${#suites[@]} - ${#failed[@]})) passed, ${#failed[@]} failed"

@@ -16,7 +16,8 @@
 --     holding clones of their trigger (new internal simhash_trigger_attachment()); the event trigger
 --     simhash_ddl_command_start prepares a table for ATTACH PARTITION (simhash_prepare_partition())
 --     and makes the derived columns and the trigger follow a renamed text column
---     (simhash_rename_column()).
+--     (simhash_rename_column());
+--   * new simhash_explain(a, b, <options>): the distance of two texts with the features and bits behind it.
 -- Stored fingerprints, band columns, indexes and triggers are unchanged.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.3.0'" to load this file. \quit
 
@@ -54,6 +55,27 @@ CREATE  FUNCTION "simhash_features"(
 IMMUTABLE STRICT PARALLEL SAFE  COST 100
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_features_with_fold_wrapper';
+
+-- Why two texts are or are not near-duplicates (new in 0.3.0).
+CREATE  FUNCTION "simhash_explain"(
+	"a" text, /* Text */
+	"b" text, /* Text */
+	"tokenizer" text DEFAULT 'bigram', /* Text */
+	"shingle" INT DEFAULT 1, /* i32 */
+	"weighting" text DEFAULT 'logtf', /* Text */
+	"stopwords" bool DEFAULT true, /* bool */
+	"fold" text DEFAULT 'auto' /* Text */
+) RETURNS TABLE (
+	"section" TEXT,  /* ServerText */
+	"feature" TEXT,  /* Option < ServerText > */
+	"bit" INT,  /* Option < i32 > */
+	"weight_a" double precision,  /* Option < f64 > */
+	"weight_b" double precision,  /* Option < f64 > */
+	"detail" TEXT  /* Option < ServerText > */
+)
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_explain_wrapper';
 
 ALTER TYPE simhash_attachment ADD ATTRIBUTE fold text;
 

@@ -98,3 +98,63 @@ fn simhash_features(
 ) -> TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))> {
     feature_rows(&doc, &options(&tokenizer, shingle, &weighting, stopwords, "auto"))
 }
+
+/// Why `a` and `b` are or are not near-duplicates under the options of `simhash()`: a `distance` row
+/// (the summary), one `bit` row per differing bit (each side's per-bit sum and strongest features),
+/// then one row per feature (`shared`, `only_a`, `only_b`) with its weight on each side.
+// The row type is spelled out: pgrx's SQL generation reads the columns from the signature itself (a
+// type alias does not resolve), which clippy finds complex.
+#[allow(clippy::type_complexity)]
+#[pg_extern(immutable, strict, parallel_safe, cost = 100)]
+fn simhash_explain(
+    a: Text,
+    b: Text,
+    tokenizer: default!(Text, "'bigram'"),
+    shingle: default!(i32, 1),
+    weighting: default!(Text, "'logtf'"),
+    stopwords: default!(bool, true),
+    fold: default!(Text, "'auto'"),
+) -> TableIterator<
+    'static,
+    (
+        name!(section, ServerText),
+        name!(feature, Option<ServerText>),
+        name!(bit, Option<i32>),
+        name!(weight_a, Option<f64>),
+        name!(weight_b, Option<f64>),
+        name!(detail, Option<ServerText>),
+    ),
+> {
+    let options = options(&tokenizer, shingle, &weighting, stopwords, &fold.to_utf8());
+    let e = simhash_core::explain(&a.to_utf8(), &b.to_utf8(), &options, &mut check_interrupts).or_raise();
+    let mut rows = Vec::with_capacity(1 + e.bits.len() + e.features.len());
+    rows.push((
+        ServerText("distance".into()),
+        None,
+        None,
+        None,
+        None,
+        Some(ServerText(e.summary())),
+    ));
+    for bit in &e.bits {
+        rows.push((
+            ServerText("bit".into()),
+            None,
+            Some(bit.bit as i32),
+            Some(bit.sum_a),
+            Some(bit.sum_b),
+            Some(ServerText(e.bit_detail(bit))),
+        ));
+    }
+    for f in &e.features {
+        rows.push((
+            ServerText(f.presence().name().into()),
+            Some(ServerText(f.text.clone())),
+            None,
+            f.weight_a,
+            f.weight_b,
+            e.feature_detail(f).map(ServerText),
+        ));
+    }
+    TableIterator::new(rows)
+}

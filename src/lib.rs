@@ -7,6 +7,7 @@ mod bands;
 mod dedup;
 mod errors;
 mod fingerprint;
+mod leafmap;
 mod partitions;
 mod search;
 mod tables;
@@ -23,6 +24,7 @@ mod tests;
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     dedup::register_settings();
+    leafmap::register_settings();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         simhash_core::tokenize::jieba();
     }

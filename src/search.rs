@@ -27,12 +27,57 @@ pub struct BandIndex {
 /// scans the table, which stays exact).
 pub struct BandIndexes(Option<Vec<BandIndex>>);
 
+/// Which index serves each band, per (table, text column, band count, fingerprint column), as
+/// found under a relcache generation (`leafmap::relcache_generation`).
+type ChosenKey = (pg_sys::Oid, String, i32, i16);
+type Chosen = (u64, Option<Vec<(pg_sys::Oid, Option<usize>)>>);
+
+thread_local! {
+    static CHOSEN: std::cell::RefCell<std::collections::HashMap<ChosenKey, Chosen>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
 impl BandIndexes {
-    /// Opens the band indexes of `att` on `heap` (locks kept to the end of the transaction).
+    /// Opens the band indexes of `att` on `heap` (locks kept to the end of the transaction). Which
+    /// indexes they are is remembered until the next relcache invalidation (creating or dropping
+    /// an index sends one), so that a trigger does not list and open every index of its table
+    /// for each row.
     ///
     /// # Safety
     /// `heap` must be an open relation.
     pub unsafe fn open(heap: pg_sys::Relation, att: &Attachment, fp_attnum: i16) -> BandIndexes {
+        let key: ChosenKey = ((*heap).rd_id, att.text_column.clone(), att.nbands, fp_attnum);
+        let generation = crate::leafmap::relcache_generation();
+        let cached = CHOSEN.with(|chosen| {
+            chosen
+                .borrow()
+                .get(&key)
+                .filter(|(g, _)| *g == generation)
+                .map(|(_, c)| c.clone())
+        });
+        if let Some(chosen) = cached {
+            return BandIndexes(chosen.map(|list| {
+                list.into_iter()
+                    .map(|(oid, fp_attno)| BandIndex {
+                        index: pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE),
+                        fp_attno,
+                    })
+                    .collect()
+            }));
+        }
+        let found = Self::find(heap, att, fp_attnum);
+        let chosen = found
+            .0
+            .as_ref()
+            .map(|bands| bands.iter().map(|b| ((*b.index).rd_id, b.fp_attno)).collect());
+        if crate::leafmap::relcache_generation() == generation {
+            CHOSEN.with(|c| c.borrow_mut().insert(key, (generation, chosen)));
+        }
+        found
+    }
+
+    /// Finds and opens the band indexes of `att` among the indexes of `heap`.
+    unsafe fn find(heap: pg_sys::Relation, att: &Attachment, fp_attnum: i16) -> BandIndexes {
         let tupdesc = (*heap).rd_att;
         let band_attnums: Vec<Option<i16>> = (0..att.nbands)
             .map(|i| attnum_of(tupdesc, &att.band_column(i)))
@@ -161,7 +206,7 @@ pub unsafe fn plan_for(
         .map(|(i, band)| {
             let (start, end) = simhash_core::bands::band_bits(i as u32, even.nbands);
             let value = ((query >> start) & ((1u64 << (end - start)) - 1)) as i32;
-            count_entries(heap, band.index, value, cap, snapshot) as f64
+            count_entries(heap, band, value, cap, snapshot) as f64
         })
         .collect();
     let radii = simhash_core::probe::choose_radii(even.k, even.nbands, &centers, average, PROBE_COST);
@@ -187,12 +232,18 @@ unsafe fn rescan_equal(scan: pg_sys::IndexScanDesc, value: i32) {
 /// Index entries equal to `value`, counted up to `cap`.
 unsafe fn count_entries(
     heap: pg_sys::Relation,
-    index: pg_sys::Relation,
+    band: &BandIndex,
     value: i32,
     cap: u64,
     snapshot: pg_sys::Snapshot,
 ) -> u64 {
-    let scan = pg_sys::index_beginscan(heap, index, snapshot, 1, 0);
+    if band.fp_attno == Some(2) {
+        let mut entries = Vec::new();
+        if crate::leafmap::equal_entries(band.index, &[value], cap as usize, &mut entries) {
+            return entries.len() as u64;
+        }
+    }
+    let scan = pg_sys::index_beginscan(heap, band.index, snapshot, 1, 0);
     rescan_equal(scan, value);
     let mut n = 0;
     while n < cap && !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null() {
@@ -200,6 +251,43 @@ unsafe fn count_entries(
     }
     pg_sys::index_endscan(scan);
     n
+}
+
+/// Fetches heap rows by TID with the table AM, for entries read without an index scan.
+struct HeapFetch(*mut pg_sys::IndexFetchTableData, pg_sys::Relation);
+
+impl HeapFetch {
+    unsafe fn begin(heap: pg_sys::Relation) -> HeapFetch {
+        let begin = (*(*heap).rd_tableam)
+            .index_fetch_begin
+            .expect("table AM fetches by TID");
+        HeapFetch(begin(heap), heap)
+    }
+
+    /// Stores in `slot` the version of the row at `tid` that `snapshot` sees, if any.
+    unsafe fn fetch(
+        &self,
+        mut tid: pg_sys::ItemPointerData,
+        snapshot: pg_sys::Snapshot,
+        slot: *mut pg_sys::TupleTableSlot,
+    ) -> bool {
+        let fetch = (*(*self.1).rd_tableam)
+            .index_fetch_tuple
+            .expect("table AM fetches by TID");
+        let (mut call_again, mut all_dead) = (false, false);
+        // An MVCC snapshot sees at most one version of a HOT chain: one call suffices.
+        fetch(self.0, &mut tid, snapshot, slot, &mut call_again, &mut all_dead)
+    }
+}
+
+impl Drop for HeapFetch {
+    fn drop(&mut self) {
+        unsafe {
+            if let Some(end) = (*(*self.1).rd_tableam).index_fetch_end {
+                end(self.0);
+            }
+        }
+    }
 }
 
 /// What a search counts, for tests and benchmarks.
@@ -234,12 +322,37 @@ pub unsafe fn search(
     };
     match (&plan.probes, &indexes.0) {
         (Some(probes), Some(bands)) => {
+            let fetch = HeapFetch::begin(heap);
+            let mut entries = Vec::new();
             for probe in probes.iter().filter(|p| !p.values.is_empty()) {
                 let band = &bands[probe.band as usize];
-                let scan = pg_sys::index_beginscan(heap, band.index, snapshot, 1, 0);
-                (*scan).xs_want_itup = band.fp_attno.is_some();
+                let mut scan: Option<pg_sys::IndexScanDesc> = None;
+                entries.clear();
+                // The probe values are ascending and distinct (`neighbours`).
+                if band.fp_attno == Some(2)
+                    && crate::leafmap::equal_entries(band.index, &probe.values, usize::MAX, &mut entries)
+                {
+                    counts.probes += probe.values.len() as u64;
+                    for &(fp, tid) in &entries {
+                        pg_sys::check_for_interrupts!();
+                        counts.candidates += 1;
+                        let Some(d) = plan.accepts(probe.band, fp) else {
+                            continue;
+                        };
+                        counts.heap_fetches += 1;
+                        if fetch.fetch(tid, snapshot, slot) && !excluded(slot) {
+                            on_match(d, slot);
+                        }
+                    }
+                    continue;
+                }
                 for &value in &probe.values {
                     counts.probes += 1;
+                    let scan = *scan.get_or_insert_with(|| {
+                        let scan = pg_sys::index_beginscan(heap, band.index, snapshot, 1, 0);
+                        (*scan).xs_want_itup = band.fp_attno.is_some();
+                        scan
+                    });
                     rescan_equal(scan, value);
                     loop {
                         pg_sys::check_for_interrupts!();
@@ -282,8 +395,11 @@ pub unsafe fn search(
                         }
                     }
                 }
-                pg_sys::index_endscan(scan);
+                if let Some(scan) = scan {
+                    pg_sys::index_endscan(scan);
+                }
             }
+            drop(fetch);
         }
         _ => {
             // Too far for the bands to pay, or a band without an index: a scan is exact.
@@ -678,6 +794,7 @@ fn simhash_lookup_cost(
     fingerprint: i64,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
+    fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<
     'static,
     (
@@ -689,13 +806,7 @@ fn simhash_lookup_cost(
 > {
     unsafe {
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let namespace = Spi::get_one::<pg_sys::Oid>(
-            "SELECT extnamespace FROM pg_catalog.pg_extension WHERE extname = 'simhash_ext'",
-        )
-        .ok()
-        .flatten()
-        .unwrap_or(pg_sys::InvalidOid);
-        let att = attachment_of(heap, text_column, namespace);
+        let att = attachment_of(heap, text_column, own_namespace(fcinfo));
 
         let snapshot = pg_sys::GetActiveSnapshot();
         let k = max_distance.unwrap_or(att.max_distance);

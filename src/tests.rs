@@ -221,6 +221,57 @@ mod tests {
     }
 
     #[pg_test]
+    fn leaf_lists_serve_probes_and_agree_with_index_scans() {
+        use crate::leafmap::SERVED;
+        use std::sync::atomic::Ordering;
+        let text = [
+            include_str!("../tests/data/long_en.txt"),
+            include_str!("../tests/data/long_zh.txt"),
+        ]
+        .concat();
+        let sentences: Vec<String> = text
+            .split(['.', '。', '\n'])
+            .map(str::trim)
+            .filter(|s| s.chars().count() > 15)
+            .map(String::from)
+            .collect();
+        assert!(sentences.len() > 80, "{} sentences", sentences.len());
+        Spi::run_with_args(
+            "CREATE TABLE docs AS SELECT i AS id, $1[1 + (i * 7) % m] || ' ' || $1[1 + (i * 13 + 5) % m] || ' ' || $1[1 + (i / 29) % m] AS body \
+             FROM generate_series(1, 8000) i, (SELECT cardinality($1) AS m) c",
+            &[sentences.into()],
+        )
+        .unwrap();
+        Spi::run("SELECT simhash_attach('docs', 'body', max_distance => 8)").unwrap();
+        // Texts without features: NULL bands, which the band indexes keep after every value.
+        Spi::run("INSERT INTO docs SELECT 100000 + i, CASE WHEN i % 2 = 0 THEN '' END FROM generate_series(1, 3000) i")
+            .unwrap();
+        // One transaction (a #[pg_test] runs in one): the lists read for the first lookups stay
+        // valid while more rows go in and split leaves.
+        let lookups = "SELECT count(*) FROM docs d, simhash_near_duplicates(NULL::docs, d.body_simhash # 3, max_distance => 6) n \
+                       WHERE d.id % 40 = 1";
+        let count = |sql: &str| Spi::get_one::<i64>(sql).unwrap().unwrap();
+        let before = SERVED.load(Ordering::Relaxed);
+        let first = count(lookups);
+        assert!(
+            SERVED.load(Ordering::Relaxed) - before > 600,
+            "lists served the probes"
+        );
+        Spi::run("INSERT INTO docs SELECT id + 8000, body || ' ' || id FROM docs WHERE id < 100000").unwrap();
+        let with_lists = count(lookups);
+        assert!(with_lists > first, "the new rows are found too");
+        Spi::run("SET LOCAL simhash.leaf_map = off").unwrap();
+        let served = SERVED.load(Ordering::Relaxed);
+        let with_scans = count(lookups);
+        assert_eq!(SERVED.load(Ordering::Relaxed), served, "off: index scans only");
+        assert_eq!(with_lists, with_scans);
+        let brute = count(
+            "SELECT count(*) FROM docs d JOIN docs e ON hamming(e.body_simhash, d.body_simhash # 3) <= 6 WHERE d.id % 40 = 1",
+        );
+        assert_eq!(with_lists, brute);
+    }
+
+    #[pg_test]
     fn trigger_arguments_round_trip() {
         let args = Spi::get_one::<Vec<String>>(
             "SELECT simhash_trigger_args(convert_to('body', 'UTF8') || '\\x00'::bytea || convert_to('4', 'UTF8') \

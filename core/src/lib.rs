@@ -3,6 +3,7 @@
 
 pub mod bands;
 pub mod error;
+pub mod explain;
 pub mod fast;
 pub mod fingerprint;
 pub mod fold;
@@ -17,6 +18,7 @@ pub mod tokenize;
 
 pub use bands::{band, bands, hamming};
 pub use error::{OptionError, OutOfMemory};
+pub use explain::{explain, Explanation};
 pub use fingerprint::{
     accumulate, features, fingerprint, fingerprint_with, try_features, try_fingerprint_with, Feature,
 };

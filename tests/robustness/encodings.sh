@@ -85,6 +85,21 @@ expect "enc_euc_cn: SPEC golden vector 我喜欢看电视… (char, shingle 3)" 
 expect "enc_latin1: a feature LATIN1 cannot hold keeps the hash of its UTF-8 text" \
     "$(q enc_latin1 -c "SELECT feature || ' ' || hash FROM simhash_features('µ', tokenizer => 'char')")" \
     "$(q enc_utf8 -c "SELECT '\\u03bc ' || hash FROM simhash_features('µ', tokenizer => 'char')")"
+# simhash_explain(): in every encoding the same distance and features as in UTF8; features (and the
+# details naming them) that LATIN1 cannot hold are escaped like simhash_features()'s.
+explain_sql="SELECT string_agg(section || ' ' || coalesce(feature, '') || ' ' || coalesce(bit::text, '') || ' '
+    || coalesce(weight_a::text, '') || ' ' || coalesce(weight_b::text, ''), E'\\n' ORDER BY n)
+    FROM simhash_explain('Le conseil a approuvé le budget à Zürich.', 'Le conseil approuve le budget de Zürich !')
+         WITH ORDINALITY e(section, feature, bit, weight_a, weight_b, detail, n)"
+for db in enc_latin1 enc_euc_cn enc_sql_ascii; do
+    expect "$db: simhash_explain() rows equal UTF8's" "$(q "$db" -c "$explain_sql")" "$(q enc_utf8 -c "$explain_sql")"
+done
+expect "enc_euc_cn: simhash_explain() of a Chinese pair equals UTF8's" \
+    "$(q enc_euc_cn -c "SELECT string_agg(coalesce(feature, '') || coalesce(detail, ''), '|') FROM simhash_explain('北京地铁19号线今天开通，全长22公里。', '北京地铁19号线今日开通，全长22公里。')")" \
+    "$(q enc_utf8 -c "SELECT string_agg(coalesce(feature, '') || coalesce(detail, ''), '|') FROM simhash_explain('北京地铁19号线今天开通，全长22公里。', '北京地铁19号线今日开通，全长22公里。')")"
+expect "enc_latin1: simhash_explain() escapes a feature LATIN1 cannot hold" \
+    "$(q enc_latin1 -c "SELECT feature FROM simhash_explain('5 µm', '5 mm', tokenizer => 'word') WHERE section = 'only_a'")" \
+    '\u03bcm'
 
 # Invalid UTF-8 in SQL_ASCII: every entry point raises 22021, none crashes.
 for bytes in '\x61ff62' '\xeda080' '\xe4b8' '\xc0af' '\xf4908080'; do

@@ -94,4 +94,49 @@ SELECT count(*) AS edits, count(*) FILTER (WHERE r.brute <= 7) AS within_7,
        count(*) FILTER (WHERE f.dup_distance IS NOT DISTINCT FROM CASE WHEN r.brute <= 7 THEN r.brute END) AS trigger_agrees
 FROM edit_results r JOIN flag_results f USING (id);
 DROP TABLE flagged;
+
+-- The band indexes are read through per-backend lists of their leaf pages (simhash.leaf_map, on by
+-- default) or through plain index scans: the same rows at every k.
+SET simhash.leaf_map = off;
+CREATE TEMP TABLE found_scan AS
+SELECT k, q.src, q.flips, (n.item).id, n.distance
+FROM generate_series(0, 8) k, queries q, simhash_near_duplicates(NULL::big, q.fp, max_distance => k) n;
+RESET simhash.leaf_map;
+SELECT (SELECT count(*) FROM found) AS leaf_lists, (SELECT count(*) FROM found_scan) AS index_scans,
+       (SELECT count(*) FROM (SELECT * FROM found EXCEPT SELECT * FROM found_scan) x) AS only_leaf_lists,
+       (SELECT count(*) FROM (SELECT * FROM found_scan EXCEPT SELECT * FROM found) x) AS only_index_scans;
+-- Also after the indexes grew and split their leaves under a list read earlier: one transaction
+-- keeps the backend's xmin, hence its lists, while 55,000 rows go in.
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+CREATE TABLE grow (id int PRIMARY KEY, body text);
+SELECT simhash_attach('grow', 'body', max_distance => 8);
+INSERT INTO grow SELECT id, body FROM big WHERE id <= 5000;
+SELECT count(*) AS before_growth FROM queries q, simhash_near_duplicates(NULL::grow, q.fp, max_distance => 8) n;
+INSERT INTO grow SELECT id, body FROM big WHERE id > 5000 AND id <= 60000;
+CREATE TEMP TABLE found_grow AS
+SELECT k, q.src, q.flips, (n.item).id, n.distance
+FROM generate_series(3, 8) k, queries q, simhash_near_duplicates(NULL::grow, q.fp, max_distance => k) n;
+SELECT k, count(*) AS by_lookup,
+       (SELECT count(*) FROM brute b WHERE b.id <= 60000 AND b.distance <= g.k) AS by_scan,
+       (SELECT count(*) FROM (SELECT src, flips, id, distance FROM found_grow f WHERE f.k = g.k
+                              EXCEPT SELECT src, flips, id, distance FROM brute WHERE id <= 60000 AND distance <= g.k) x) AS only_in_lookup,
+       (SELECT count(*) FROM (SELECT src, flips, id, distance FROM brute WHERE id <= 60000 AND distance <= g.k
+                              EXCEPT SELECT src, flips, id, distance FROM found_grow f WHERE f.k = g.k) x) AS missed
+FROM found_grow g GROUP BY k ORDER BY k;
+COMMIT;
+DROP TABLE grow;
+-- The trigger of a bulk insert reads the same lists while the table fills: flag mode records the
+-- same nearest earlier row with them as with index scans.
+CREATE TABLE flag_lists (id int PRIMARY KEY, body text);
+CREATE TABLE flag_scans (id int PRIMARY KEY, body text);
+SELECT simhash_attach('flag_lists', 'body', max_distance => 7, on_duplicate => 'flag');
+SELECT simhash_attach('flag_scans', 'body', max_distance => 7, on_duplicate => 'flag');
+INSERT INTO flag_lists SELECT id, body FROM big WHERE id <= 40000 ORDER BY id;
+SET simhash.leaf_map = off;
+INSERT INTO flag_scans SELECT id, body FROM big WHERE id <= 40000 ORDER BY id;
+RESET simhash.leaf_map;
+SELECT count(*) AS rows, count(l.body_duplicate_of) AS flagged,
+       count(*) FILTER (WHERE l.body_duplicate_of IS DISTINCT FROM s.body_duplicate_of) AS differ
+FROM flag_lists l JOIN flag_scans s USING (id);
+DROP TABLE flag_lists, flag_scans;
 DROP TABLE big;

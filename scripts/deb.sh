@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Builds the Debian binary package postgresql-15-simhash-ext from `cargo pgrx package` output:
+#
+#   bash scripts/deb.sh [--package DIR] [--out DIR]
+#
+# --package DIR  reuse a tree made by `cargo pgrx package --out-dir DIR` (default: build one in
+#                target/deb/pgrx with the release profile);
+# --out DIR      where the .deb goes (default: target/deb).
+#
+# The package holds the extension's library, control file and SQL scripts at the paths of Debian's
+# postgresql-15 (/usr/lib/postgresql/15/lib, /usr/share/postgresql/15/extension), the licence and
+# changelog under /usr/share/doc. Version: Cargo.toml's, Debian revision 1. Architecture: this
+# machine's (dpkg --print-architecture). Depends: postgresql-15 and the shared libraries the .so
+# links (dpkg-shlibdeps when dpkg-dev is there). Prints the path of the .deb on stdout; install it with
+# `apt install ./postgresql-15-simhash-ext_VERSION-1_ARCH.deb`. Builds as any user, changes nothing
+# outside the two directories.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_MAJOR=15
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
+NAME=postgresql-$PG_MAJOR-simhash-ext
+package=
+out=$ROOT/target/deb
+
+while (($#)); do
+    case $1 in
+    --package) package=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "usage: $0 [--package DIR] [--out DIR]" >&2; exit 2 ;;
+    esac
+done
+
+die() { echo "deb.sh: $*" >&2; exit 1; }
+command -v dpkg-deb >/dev/null || die "dpkg-deb not found (package dpkg)"
+
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+[ -n "$version" ] || die "no version in Cargo.toml"
+arch=$(dpkg --print-architecture)
+libdir=/usr/lib/postgresql/$PG_MAJOR/lib
+extdir=/usr/share/postgresql/$PG_MAJOR/extension
+
+if [ -z "$package" ]; then
+    package=$ROOT/target/deb/pgrx
+    rm -rf "$package"
+    echo "deb.sh: cargo pgrx package --out-dir $package" >&2
+    (cd "$ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$package" >&2)
+fi
+so=$package$libdir/simhash_ext.so
+[ -f "$so" ] || die "$so missing: is $package the output of cargo pgrx package for PostgreSQL $PG_MAJOR?"
+[ -f "$package$extdir/simhash_ext--$version.sql" ] ||
+    die "$package$extdir/simhash_ext--$version.sql missing: the package was built from another version"
+grep -q "^default_version = '$version'" "$package$extdir/simhash_ext.control" ||
+    die "$package$extdir/simhash_ext.control does not name default_version '$version'"
+
+mkdir -p "$out"
+stage=$(mktemp -d "$out/stage.XXXXXX")
+chmod 755 "$stage"
+trap 'rm -rf "$stage"' EXIT
+install -d -m 755 "$stage/DEBIAN" "$stage$libdir" "$stage$extdir" "$stage/usr/share/doc/$NAME"
+install -m 644 "$so" "$stage$libdir/"
+install -m 644 "$package$extdir"/simhash_ext* "$stage$extdir/"
+install -m 644 "$ROOT/LICENSE" "$stage/usr/share/doc/$NAME/copyright"
+gzip -9n <"$ROOT/CHANGELOG.md" >"$stage/usr/share/doc/$NAME/changelog.gz"
+chmod 644 "$stage/usr/share/doc/$NAME/changelog.gz"
+
+# The shared libraries the .so needs, as Debian package dependencies.
+shlibs="libc6, libgcc-s1"
+if command -v dpkg-shlibdeps >/dev/null; then
+    probe=$(mktemp -d)
+    mkdir "$probe/debian"
+    printf 'Source: simhash-ext\n\nPackage: %s\nArchitecture: any\n' "$NAME" >"$probe/debian/control"
+    if found=$(cd "$probe" && dpkg-shlibdeps -O "$stage$libdir/simhash_ext.so" 2>/dev/null); then
+        shlibs=${found#shlibs:Depends=}
+    fi
+    rm -rf "$probe"
+fi
+
+installed_size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+cat >"$stage/DEBIAN/control" <<EOF
+Package: $NAME
+Source: simhash-ext
+Version: $version-1
+Architecture: $arch
+Maintainer: simhash_ext authors <simhash_ext@invalid>
+Installed-Size: $installed_size
+Depends: postgresql-$PG_MAJOR, $shlibs
+Section: database
+Priority: optional
+Description: near-duplicate text detection for PostgreSQL $PG_MAJOR
+ simhash_ext fingerprints texts with SimHash (Chinese and English tokenizers,
+ weighted features), measures Hamming distances, and finds near-duplicates
+ through band indexes; a trigger can reject near-duplicate inserts.
+ .
+ After installing, run CREATE EXTENSION simhash_ext; in each database.
+EOF
+(cd "$stage" && find usr -type f -print0 | sort -z | xargs -0 md5sum) >"$stage/DEBIAN/md5sums"
+chmod 644 "$stage/DEBIAN/control" "$stage/DEBIAN/md5sums"
+
+deb=$out/${NAME}_$version-1_$arch.deb
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >&2
+echo "$deb"
