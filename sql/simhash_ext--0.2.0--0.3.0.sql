@@ -10,6 +10,13 @@
 --   * simhash_near_duplicates_sql() writes the same probe plan as SQL; new simhash_probes() and
 --     simhash_lookup_cost();
 --   * simhash_row_table() is gone (the lookups find the table from the row type themselves);
+--   * partitioned tables (issue 11): simhash_attach() accepts them (new internal simhash_fill()),
+--     lookups search their partitions, simhash_near_duplicates_sql() takes a filter that lets
+--     PostgreSQL prune partitions; simhash_attachments() lists attached tables, not the partitions
+--     holding clones of their trigger (new internal simhash_trigger_attachment()); the event trigger
+--     simhash_ddl_command_start prepares a table for ATTACH PARTITION (simhash_prepare_partition())
+--     and makes the derived columns and the trigger follow a renamed text column
+--     (simhash_rename_column());
 --   * new simhash_explain(a, b, <options>): the distance of two texts with the features and bits behind it.
 -- Stored fingerprints, band columns, indexes and triggers are unchanged.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.3.0'" to load this file. \quit
@@ -72,9 +79,9 @@ AS 'MODULE_PATHNAME', 'simhash_explain_wrapper';
 
 ALTER TYPE simhash_attachment ADD ATTRIBUTE fold text;
 
-CREATE OR REPLACE FUNCTION simhash_attachments()
-RETURNS SETOF simhash_attachment
-LANGUAGE sql STABLE PARALLEL SAFE
+CREATE FUNCTION simhash_trigger_attachment(t pg_catalog.pg_trigger)
+RETURNS simhash_attachment
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT t.tgrelid::regclass, a[1]::name, (a[1] || '_simhash')::name,
@@ -83,9 +90,19 @@ AS $$
          a[5], a[6]::int, a[7], a[8]::boolean, t.tgname,
          -- Triggers made before 0.3.0 have no fold argument: 'auto', which folds none of their weightings.
          coalesce(a[9], 'auto')
-  FROM pg_trigger t
-  CROSS JOIN LATERAL @extschema@.simhash_trigger_args(t.tgargs) AS a
+  FROM (SELECT @extschema@.simhash_trigger_args(t.tgargs) AS a) x
+$$;
+COMMENT ON FUNCTION simhash_trigger_attachment(pg_trigger) IS 'Internal: the attachment a simhash_trigger() trigger records';
+
+CREATE OR REPLACE FUNCTION simhash_attachments()
+RETURNS SETOF simhash_attachment
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT s.* FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
   WHERE t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure
+    -- The partitions of an attached partitioned table carry clones of its trigger: not attachments of their own.
+    AND t.tgparentid = 0
 $$;
 COMMENT ON FUNCTION simhash_attachments() IS 'Every text column attached with simhash_attach(), with its settings';
 
@@ -117,10 +134,8 @@ STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_lookup_cost_wrapper';
 
-CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 7,
-                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'bigram',
-                               shingle int DEFAULT 1, weighting text DEFAULT 'logtf',
-                               stopwords boolean DEFAULT true, fold text DEFAULT 'auto')
+CREATE FUNCTION simhash_fill(table_name regclass, text_column name, fingerprint_column name, tokenizer text,
+                             shingle int, weighting text, stopwords boolean, fold text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -130,12 +145,46 @@ SET parallel_tuple_cost = 0
 SET min_parallel_table_scan_size = 0
 AS $$
 DECLARE
+  leaf regclass;
+BEGIN
+  -- Every table that holds rows: the table itself, or the leaf partitions of a partitioned one.
+  FOR leaf IN SELECT c.oid FROM pg_class c WHERE c.oid = table_name AND c.relkind = 'r'
+              UNION ALL
+              SELECT p.relid FROM pg_partition_tree(table_name) p JOIN pg_class c ON c.oid = p.relid
+              WHERE p.isleaf AND c.relkind = 'r' AND p.relid <> table_name LOOP
+    -- A read-only scan can run in parallel where an UPDATE cannot; the table is locked (the caller
+    -- altered it), so the row ctids stay valid.
+    EXECUTE format('CREATE TEMP TABLE simhash_attach_fill AS '
+                   'SELECT ctid AS row_id, @extschema@.simhash(%I, %L, %s, %L, %L, %L) AS fp FROM ONLY %s',
+                   text_column, tokenizer, shingle, weighting, stopwords, fold, leaf);
+    EXECUTE format('UPDATE ONLY %s t SET %2$I = f.fp FROM simhash_attach_fill f '
+                   'WHERE t.ctid = f.row_id AND t.%2$I IS DISTINCT FROM f.fp', leaf, fingerprint_column);
+    DROP TABLE simhash_attach_fill;
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_fill(regclass, name, name, text, int, text, boolean, text) IS
+  'Internal: sets the fingerprint column of every row of a table (or of its partitions) that lacks the right one';
+
+CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 7,
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'bigram',
+                               shingle int DEFAULT 1, weighting text DEFAULT 'logtf',
+                               stopwords boolean DEFAULT true, fold text DEFAULT 'auto')
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
   nbands int;
   fp name := text_column || '_simhash';
   kind "char";
+  is_partition boolean;
   column_type regtype;
   key_type text := 'text';
   bands text;
+  wanted name[];
+  taken name;
+  taken_in regclass;
 BEGIN
   IF table_name IS NULL OR text_column IS NULL THEN
     RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
@@ -154,10 +203,21 @@ BEGIN
   -- Checks the fingerprint options (raises 22023 naming a bad one).
   PERFORM @extschema@.simhash('', tokenizer, shingle, weighting, stopwords, fold);
 
-  SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = table_name;
-  IF kind <> 'r' THEN
-    RAISE EXCEPTION 'simhash_attach: "%" is not an ordinary table', table_name
-      USING ERRCODE = '42809', HINT = 'Partitioned tables, views and foreign tables are not supported.';
+  SELECT c.relkind, c.relispartition INTO kind, is_partition FROM pg_class c WHERE c.oid = table_name;
+  IF kind NOT IN ('r', 'p') THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is not a table', table_name
+      USING ERRCODE = '42809', HINT = 'Views, materialized views and foreign tables cannot be attached.';
+  END IF;
+  IF is_partition THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is a partition of "%"', table_name, pg_partition_root(table_name)
+      USING ERRCODE = '42809',
+            HINT = format('Attach the partitioned table %s: its partitions get the columns, indexes and trigger.',
+                          pg_partition_root(table_name));
+  END IF;
+  IF kind = 'p' AND EXISTS (SELECT FROM pg_partition_tree(table_name) p JOIN pg_class c ON c.oid = p.relid
+                            WHERE c.relkind = 'f') THEN
+    RAISE EXCEPTION 'simhash_attach: partitioned table "%" has a foreign table as a partition', table_name
+      USING ERRCODE = '42809', HINT = 'Band indexes cannot be built on a foreign table.';
   END IF;
   SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END::regtype INTO column_type
   FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
@@ -182,21 +242,36 @@ BEGIN
   -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
   -- radius of the query's (generalized pigeonhole, src/search.rs).
   nbands := 4;
+  -- Every name the attach would create is checked before anything changes (a partition has the
+  -- columns of its partitioned table, but triggers of its own).
+  wanted := ARRAY[fp] || ARRAY(SELECT (text_column || '_band' || i)::name FROM generate_series(0, nbands - 1) i)
+            || CASE WHEN on_duplicate = 'flag' THEN ARRAY[(text_column || '_duplicate_of')::name] ELSE '{}' END;
+  SELECT a.attname INTO taken FROM pg_attribute a
+  WHERE a.attrelid = table_name AND a.attname = ANY (wanted) AND a.attnum > 0 AND NOT a.attisdropped
+  ORDER BY a.attnum LIMIT 1;
+  IF taken IS NOT NULL THEN
+    RAISE EXCEPTION 'simhash_attach: column "%" of relation "%" already exists', taken, table_name
+      USING ERRCODE = '42701',
+            HINT = format('Attaching column %I adds the columns %s: rename or drop column %I first.',
+                          text_column, array_to_string(wanted, ', '), taken);
+  END IF;
+  SELECT t.tgrelid INTO taken_in FROM pg_trigger t
+  WHERE t.tgrelid IN (SELECT simhash_attach.table_name UNION ALL SELECT p.relid FROM pg_partition_tree(table_name) p)
+    AND t.tgname = 'simhash_' || text_column
+  LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', 'simhash_' || text_column, taken_in
+      USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
+  END IF;
   IF on_duplicate = 'flag' AND (SELECT count(*) FROM @extschema@.simhash_primary_key(table_name)) = 1 THEN
     SELECT p.atttype INTO key_type FROM @extschema@.simhash_primary_key(table_name) p;
   END IF;
 
   -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
-  -- the band columns are generated from it.
+  -- the band columns are generated from it. On a partitioned table each statement below reaches
+  -- every partition: the columns are inherited, the indexes partitioned, the trigger cloned.
   EXECUTE format('ALTER TABLE %s ADD COLUMN %I bigint', table_name, fp);
-  -- A read-only scan can run in parallel where an UPDATE cannot; the table is locked since the
-  -- ALTER TABLE, so the row ctids stay valid.
-  EXECUTE format('CREATE TEMP TABLE simhash_attach_fill AS '
-                 'SELECT ctid AS row_id, @extschema@.simhash(%I, %L, %s, %L, %L, %L) AS fp FROM ONLY %s',
-                 text_column, tokenizer, shingle, weighting, stopwords, fold, table_name);
-  EXECUTE format('UPDATE ONLY %s t SET %I = f.fp FROM simhash_attach_fill f '
-                 'WHERE t.ctid = f.row_id AND f.fp IS NOT NULL', table_name, fp);
-  DROP TABLE simhash_attach_fill;
+  PERFORM @extschema@.simhash_fill(table_name, text_column, fp, tokenizer, shingle, weighting, stopwords, fold);
   SELECT string_agg(format('ADD COLUMN %I int GENERATED ALWAYS AS (@extschema@.simhash_band(%I, %s, %s)) STORED',
                            text_column || '_band' || i, fp, i, nbands), ', ' ORDER BY i)
   INTO bands FROM generate_series(0, nbands - 1) i;
@@ -215,10 +290,69 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text) IS
-  'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table';
+  'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table (and its partitions)';
 
-CREATE OR REPLACE FUNCTION simhash_near_duplicates_sql(table_name regclass, fingerprint bigint,
-                                            max_distance int DEFAULT NULL, text_column name DEFAULT NULL)
+-- simhash_near_duplicates_sql() gains filter (issue 11).
+DROP FUNCTION simhash_near_duplicates_sql(regclass, bigint, int, name);
+CREATE OR REPLACE FUNCTION simhash_find_attachment(table_name regclass, text_column name)
+RETURNS @extschema@.simhash_attachment
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  found @extschema@.simhash_attachment[];
+  matches int;
+BEGIN
+  -- One read of the catalog: every lookup goes through here. A partition of an attached table is
+  -- found through its clone of the trigger, so a lookup can name one partition.
+  SELECT array_agg(s) INTO found
+  FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
+  WHERE t.tgrelid = simhash_find_attachment.table_name
+    AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure
+    AND (simhash_find_attachment.text_column IS NULL OR s.text_column = simhash_find_attachment.text_column);
+  matches := coalesce(cardinality(found), 0);
+  IF matches = 0 THEN
+    RAISE EXCEPTION '% is not attached', CASE WHEN text_column IS NULL THEN format('table "%s"', table_name)
+                                              ELSE format('column "%s" of "%s"', text_column, table_name) END
+      USING ERRCODE = '42704', HINT = 'Attach it first with simhash_attach().';
+  ELSIF matches > 1 THEN
+    RAISE EXCEPTION 'table "%" has % attached columns: name one with text_column', table_name, matches
+      USING ERRCODE = '42725';
+  END IF;
+  RETURN found[1];
+END
+$$;
+COMMENT ON FUNCTION simhash_find_attachment(regclass, name) IS
+  'The attachment of a table (and column, when it has several), or an error';
+
+CREATE OR REPLACE FUNCTION simhash_detach(table_name regclass, text_column name DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := @extschema@.simhash_find_attachment(table_name, text_column);
+BEGIN
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
+                                        AND t.tgparentid <> 0) THEN
+    RAISE EXCEPTION 'simhash_detach: "%" is a partition of attached table "%"', table_name, pg_partition_root(table_name)
+      USING ERRCODE = '42809', HINT = format('Detach %s: that removes everything from its partitions too.',
+                                             pg_partition_root(table_name));
+  END IF;
+  -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
+  EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
+  EXECUTE format('ALTER TABLE %s %s, DROP COLUMN %I%s', att.table_name,
+                 (SELECT string_agg(format('DROP COLUMN %I', b), ', ') FROM unnest(att.band_columns) b),
+                 att.fingerprint_column,
+                 CASE WHEN att.flag_column IS NOT NULL THEN format(', DROP COLUMN %I', att.flag_column) ELSE '' END);
+END
+$$;
+COMMENT ON FUNCTION simhash_detach(regclass, name) IS
+  'Removes the trigger, fingerprint, band and flag columns (and so the band indexes) that simhash_attach() added';
+
+CREATE FUNCTION simhash_near_duplicates_sql(table_name regclass, fingerprint bigint,
+                                            max_distance int DEFAULT NULL, text_column name DEFAULT NULL,
+                                            filter text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -229,6 +363,8 @@ DECLARE
   nbands int := cardinality(att.band_columns);
   branches text[] := '{}';
   earlier text := '';
+  rel text;
+  condition text := CASE WHEN filter IS NULL THEN '' ELSE format(' AND (%s)', filter) END;
   p record;
 BEGIN
   IF k < 0 OR k > 64 THEN
@@ -238,30 +374,176 @@ BEGIN
   IF fingerprint IS NULL THEN
     RETURN NULL;
   END IF;
+  -- A partitioned table holds no rows itself: its partitions are read, and a filter on the
+  -- partition key lets PostgreSQL skip the others (partition pruning) in every branch.
+  SELECT CASE WHEN c.relkind = 'p' THEN '' ELSE 'ONLY ' END || att.table_name::text INTO rel
+  FROM pg_class c WHERE c.oid = att.table_name;
   -- The probe plan of simhash_near_duplicates(): band i at the values within radius t_i of the
   -- query's, checked on the fingerprint the index entries hold (index-only scans); a fingerprint is
   -- taken from the first band within its radius only. The rows are then fetched by band and value.
   FOR p IN SELECT * FROM @extschema@.simhash_probes(fingerprint, k, nbands) ORDER BY band LOOP
-    branches := branches || format('SELECT t.%1$I AS fp FROM ONLY %2$s t WHERE t.%3$I = ANY (%4$L::int[]) '
-                                   'AND @extschema@.hamming(t.%1$I, %5$s) <= %6$s%7$s',
-      att.fingerprint_column, att.table_name, att.band_columns[p.band + 1], p.probe_values, fingerprint, k, earlier);
+    branches := branches || format('SELECT t.%1$I AS fp FROM %2$s t WHERE t.%3$I = ANY (%4$L::int[]) '
+                                   'AND @extschema@.hamming(t.%1$I, %5$s) <= %6$s%7$s%8$s',
+      att.fingerprint_column, rel, att.band_columns[p.band + 1], p.probe_values, fingerprint, k, earlier, condition);
     earlier := earlier || format(' AND @extschema@.hamming(@extschema@.simhash_band(t.%I, %s, %s), %s) > %s',
       att.fingerprint_column, p.band, nbands, @extschema@.simhash_band(fingerprint, p.band, nbands), p.radius);
   END LOOP;
   IF cardinality(branches) = 0 THEN
     -- Too far for the bands to pay: a scan.
-    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM ONLY %3$s t '
-                  'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s ORDER BY distance',
-                  att.fingerprint_column, fingerprint, att.table_name, k);
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s%5$s ORDER BY distance',
+                  att.fingerprint_column, fingerprint, rel, k, condition);
   END IF;
   RETURN format(E'SELECT t AS item, @extschema@.hamming(m.fp, %1$s) AS distance\nFROM (SELECT DISTINCT fp FROM (\n%2$s\n) c) m\n'
-                 'JOIN ONLY %3$s t ON t.%4$I = @extschema@.simhash_band(m.fp, 0, %5$s) AND t.%6$I = m.fp\nORDER BY distance',
-                fingerprint, array_to_string(branches, E'\nUNION ALL\n'), att.table_name, att.band_columns[1], nbands,
-                att.fingerprint_column);
+                 'JOIN %3$s t ON t.%4$I = @extschema@.simhash_band(m.fp, 0, %5$s) AND t.%6$I = m.fp%7$s\nORDER BY distance',
+                fingerprint, array_to_string(branches, E'\nUNION ALL\n'), rel, att.band_columns[1], nbands,
+                att.fingerprint_column, condition);
 END
 $$;
-COMMENT ON FUNCTION simhash_near_duplicates_sql(regclass, bigint, int, name) IS
-  'The probe plan of simhash_near_duplicates() for a fingerprint, as an SQL query (for EXPLAIN)';
+COMMENT ON FUNCTION simhash_near_duplicates_sql(regclass, bigint, int, name, text) IS
+  'The probe plan of simhash_near_duplicates() for a fingerprint, as an SQL query (for EXPLAIN), with an optional condition on the rows';
+
+CREATE FUNCTION simhash_prepare_partition(parent regclass, partition regclass)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment;
+  kind "char";
+  fp_type regtype;
+  added text[];
+  b name;
+BEGIN
+  SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = partition;
+  FOR att IN SELECT s.* FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
+             WHERE t.tgrelid = parent AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure LOOP
+    IF kind NOT IN ('r', 'p') THEN
+      RAISE EXCEPTION 'simhash_ext: cannot attach "%" as a partition of "%", whose column "%" is attached',
+        partition, parent, att.text_column
+        USING ERRCODE = '42809', HINT = 'Band indexes cannot be built on a foreign table.';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = partition AND a.attname = att.text_column
+                                                AND a.attnum > 0 AND NOT a.attisdropped) THEN
+      CONTINUE;  -- PostgreSQL refuses the partition for its missing column.
+    END IF;
+    IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = partition AND t.tgname = att.trigger_name) THEN
+      RAISE EXCEPTION 'cannot attach "%" as a partition of "%": it has a trigger "%" of its own',
+        partition, parent, att.trigger_name
+        USING ERRCODE = '42710',
+              HINT = format('If column %I of %s is attached on its own, detach it first with simhash_detach(%L).',
+                            att.text_column, partition, partition::text);
+    END IF;
+    SELECT a.atttypid::regtype INTO fp_type FROM pg_attribute a
+    WHERE a.attrelid = partition AND a.attname = att.fingerprint_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF fp_type IS NOT NULL AND fp_type <> 'bigint'::regtype THEN
+      RAISE EXCEPTION 'cannot attach "%" as a partition of "%": its column "%" has type %, not bigint',
+        partition, parent, att.fingerprint_column, fp_type
+        USING ERRCODE = '42804', HINT = format('Rename or drop column %I of %s first.', att.fingerprint_column, partition);
+    END IF;
+    -- The columns the partition lacks, as the partitioned table has them (the same generation
+    -- expressions, or PostgreSQL refuses the partition).
+    added := '{}';
+    IF fp_type IS NULL THEN
+      added := added || format('ADD COLUMN %I bigint', att.fingerprint_column);
+    END IF;
+    FOREACH b IN ARRAY att.band_columns || att.flag_column LOOP
+      CONTINUE WHEN b IS NULL OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = partition AND a.attname = b
+                                                                      AND a.attnum > 0 AND NOT a.attisdropped);
+      SELECT added || format('ADD COLUMN %I %s%s', b, format_type(a.atttypid, a.atttypmod),
+                             CASE WHEN a.attgenerated = 's'
+                                  THEN format(' GENERATED ALWAYS AS (%s) STORED', pg_get_expr(d.adbin, d.adrelid)) ELSE '' END)
+      INTO added
+      FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE a.attrelid = parent AND a.attname = b AND a.attnum > 0 AND NOT a.attisdropped;
+    END LOOP;
+    IF cardinality(added) > 0 THEN
+      EXECUTE format('ALTER TABLE %s %s', partition, array_to_string(added, ', '));
+    END IF;
+    -- Its rows get the fingerprints the trigger would have given them (rows written while it was
+    -- not a partition included).
+    PERFORM @extschema@.simhash_fill(partition, att.text_column, att.fingerprint_column, att.tokenizer, att.shingle,
+                                     att.weighting, att.stopwords, att.fold);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_prepare_partition(regclass, regclass) IS
+  'Internal: gives a table about to become a partition of an attached table the columns and fingerprints it needs';
+
+CREATE FUNCTION simhash_rename_column(table_name regclass, old_name name, new_name name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment;
+  trig record;
+  enabled "char";
+  renamed name[];
+  wanted name[];
+  taken name;
+  i int;
+BEGIN
+  FOR trig IN SELECT s AS att, t.tgparentid <> 0 AS clone
+              FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
+              WHERE t.tgrelid = simhash_rename_column.table_name
+                AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure LOOP
+    att := trig.att;
+    renamed := att.fingerprint_column || att.band_columns || att.flag_column;
+    IF old_name = ANY (renamed) THEN
+      RAISE EXCEPTION 'cannot rename column "%" of "%": simhash_attach() added it for column "%"',
+        old_name, table_name, att.text_column
+        USING ERRCODE = '55000',
+              HINT = format('Rename column %I instead: its fingerprint, band and flag columns follow it.', att.text_column);
+    END IF;
+    -- A partition's columns are inherited: PostgreSQL refuses to rename them there.
+    CONTINUE WHEN old_name <> att.text_column OR trig.clone OR new_name = old_name;
+    IF octet_length(new_name) > 63 - length('_duplicate_of') THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" to "%": the name is too long to derive column names from',
+        old_name, new_name USING ERRCODE = '42622';
+    END IF;
+    wanted := ARRAY(SELECT (new_name || substr(r, length(old_name) + 1))::name FROM unnest(renamed) WITH ORDINALITY u(r, n)
+                    WHERE r IS NOT NULL ORDER BY n);
+    SELECT a.attname INTO taken FROM pg_attribute a
+    WHERE a.attrelid = table_name AND a.attname = ANY (wanted) AND a.attnum > 0 AND NOT a.attisdropped
+    ORDER BY a.attnum LIMIT 1;
+    IF taken IS NOT NULL THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" to "%": column "%" of relation "%" already exists',
+        old_name, new_name, taken, table_name
+        USING ERRCODE = '42701',
+              HINT = format('The columns %s follow column %I; rename or drop column %I first, or pick another name.',
+                            array_to_string(renamed, ', '), old_name, taken);
+    END IF;
+    IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = 'simhash_' || new_name) THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" to "%": trigger "%" for relation "%" already exists',
+        old_name, new_name, 'simhash_' || new_name, table_name
+        USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
+    END IF;
+    FOR i IN 1 .. cardinality(wanted) LOOP
+      EXECUTE format('ALTER TABLE %s RENAME COLUMN %I TO %I', table_name, renamed[i], wanted[i]);
+    END LOOP;
+    -- The trigger's arguments name the text column: it is made again with the new name.
+    SELECT t.tgenabled INTO enabled FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name;
+    EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, table_name);
+    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
+                   'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                   'simhash_' || new_name, table_name, new_name, cardinality(att.band_columns), att.max_distance,
+                   att.on_duplicate, att.tokenizer, att.shingle, att.weighting,
+                   CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold);
+    IF enabled = 'D' THEN
+      EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name);
+    END IF;
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_rename_column(regclass, name, name) IS
+  'Internal: before an attached text column is renamed, renames the columns derived from it and remakes its trigger';
+
+CREATE FUNCTION simhash_ddl_command_start() RETURNS event_trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_ddl_command_start';
+COMMENT ON FUNCTION simhash_ddl_command_start() IS
+  'Internal: keeps attachments working through ALTER TABLE ... ATTACH PARTITION and RENAME COLUMN';
+CREATE EVENT TRIGGER simhash_ddl_command_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE')
+  EXECUTE FUNCTION @extschema@.simhash_ddl_command_start();
 
 CREATE OR REPLACE FUNCTION simhash_near_duplicates(rel anyelement, fingerprint bigint, max_distance int DEFAULT NULL,
                                         text_column name DEFAULT NULL)

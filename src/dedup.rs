@@ -132,7 +132,8 @@ fn read_rows(
                             quote_ident(n.nspname) || '.' || quote_ident(c.relname), \
                             (SELECT string_agg('t.' || quote_ident(p.attname), ', ' ORDER BY p.ord) \
                              FROM {schema}.simhash_primary_key($1) p), \
-                            (SELECT count(*) FROM {schema}.simhash_primary_key($1))::int \
+                            (SELECT count(*) FROM {schema}.simhash_primary_key($1))::int, \
+                            c.relkind = 'p' OR c.relispartition \
                      FROM {schema}.simhash_find_attachment($1, $2) a \
                      JOIN pg_class c ON c.oid = a.table_name JOIN pg_namespace n ON n.oid = c.relnamespace"
                 ),
@@ -147,6 +148,7 @@ fn read_rows(
         let qualified: String = att.get(4).ok().flatten().unwrap_or_default();
         let key_columns: Option<String> = att.get(5).ok().flatten();
         let key_count: i32 = att.get(6).ok().flatten().unwrap_or(0);
+        let partitioned: bool = att.get(7).ok().flatten().unwrap_or(false);
 
         let k = max_distance.unwrap_or(attached);
         if !(0..=MAX_PAIR_DISTANCE as i32).contains(&k) {
@@ -161,13 +163,20 @@ fn read_rows(
         let (key_text, order) = match (key_columns, key_count) {
             (Some(cols), 1) => (format!("{cols}::text"), cols),
             (Some(cols), _) => (format!("ROW({cols})::text"), cols),
+            // A ctid names a row only within its partition.
+            (None, _) if partitioned => (
+                "ROW(t.tableoid::regclass, t.ctid)::text".to_string(),
+                "t.tableoid, t.ctid".to_string(),
+            ),
             (None, _) => ("t.ctid::text".to_string(), "t.ctid".to_string()),
         };
         // Keys travel as UTF-8 bytes: pgrx reads `text` as UTF-8 only.
         let key_text = format!("convert_to({key_text}, 'UTF8')");
         let query = format!(
-            "SELECT {key_text}, t.{} FROM ONLY {qualified} t ORDER BY {order}",
-            pgrx::spi::quote_identifier(&fp_column)
+            "SELECT {key_text}, t.{} FROM {}{qualified} t ORDER BY {order}",
+            pgrx::spi::quote_identifier(&fp_column),
+            // A partitioned table holds no rows itself: its partitions are read.
+            if partitioned { "" } else { "ONLY " }
         );
         let mut cursor = client.open_cursor(&query, &[]);
         let mut rows = Rows {

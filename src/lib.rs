@@ -8,6 +8,7 @@ mod dedup;
 mod errors;
 mod fingerprint;
 mod leafmap;
+mod partitions;
 mod search;
 mod tables;
 mod text;

@@ -155,7 +155,7 @@ pub fn attnum_of(tupdesc: pg_sys::TupleDesc, name: &str) -> Option<i16> {
 ///
 /// # Safety
 /// `heap` must be an open relation.
-unsafe fn fingerprint_attnum(heap: pg_sys::Relation, att: &Attachment) -> i16 {
+pub unsafe fn fingerprint_attnum(heap: pg_sys::Relation, att: &Attachment) -> i16 {
     attnum_of((*heap).rd_att, &att.fingerprint_column()).unwrap_or_else(|| {
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
@@ -539,6 +539,24 @@ pub unsafe fn qualified_name(rel: pg_sys::Relation) -> String {
     )
 }
 
+/// `schema.table` of a relation by OID, as of now (syscache; empty when it is gone).
+pub fn qualified_name_of(relid: pg_sys::Oid) -> String {
+    unsafe {
+        let name = pg_sys::get_rel_name(relid);
+        let namespace = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
+        if name.is_null() || namespace.is_null() {
+            return String::new();
+        }
+        format!(
+            "{}.{}",
+            pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(
+                CStr::from_ptr(namespace).to_bytes()
+            )),
+            pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(CStr::from_ptr(name).to_bytes()))
+        )
+    }
+}
+
 /// The schema of the function being called (the extension's).
 pub unsafe fn own_namespace(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
     pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid)
@@ -581,11 +599,11 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
 
     let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     let kind = (*(*heap).rd_rel).relkind as u8;
-    if kind != pg_sys::RELKIND_RELATION {
+    if kind != pg_sys::RELKIND_RELATION && kind != pg_sys::RELKIND_PARTITIONED_TABLE {
         let table = relation_name(heap);
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
-            message: format!("simhash_near_duplicates: \"{table}\" is not an ordinary table"),
+            message: format!("simhash_near_duplicates: \"{table}\" is not a table"),
             detail: None,
             hint: None,
         });
@@ -616,38 +634,65 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         return pg_sys::Datum::from(0);
     };
-    let fp_attnum = fingerprint_attnum(heap, &att);
-    let indexes = BandIndexes::open(heap, &att, fp_attnum);
     let snapshot = pg_sys::GetActiveSnapshot();
-    let plan = plan_for(heap, &indexes, query, k, att.nbands, snapshot);
-    let mut found: Vec<(u32, pg_sys::ItemPointerData, pg_sys::Datum)> = Vec::new();
+    let mut found: Vec<(u32, usize, pg_sys::ItemPointerData, pg_sys::Datum)> = Vec::new();
     let tupdesc = (*heap).rd_att;
-    search(
-        heap,
-        fp_attnum,
-        &indexes,
-        &plan,
-        snapshot,
-        None,
-        &mut |distance, slot| {
-            let mut should_free = false;
-            let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
-            let item = pg_sys::heap_copy_tuple_as_datum(tuple, tupdesc);
-            if should_free {
-                pg_sys::heap_freetuple(tuple);
-            }
-            found.push((distance, (*slot).tts_tid, item));
-        },
-    );
-    drop(indexes);
-    found.sort_by_key(|(d, tid, _)| {
+    // A partitioned table is searched partition by partition; a partition, on its own.
+    let tables = crate::partitions::leaf_tables(heap);
+    if tables.is_empty() {
+        ProbePlan::new(query, k, att.nbands).or_raise();
+    }
+    for (order, &table) in tables.iter().enumerate() {
+        let open = crate::partitions::OpenTable::open(heap, table);
+        let rel = open.rel;
+        let fp_attnum = fingerprint_attnum(rel, &att);
+        let indexes = BandIndexes::open(rel, &att, fp_attnum);
+        let plan = plan_for(rel, &indexes, query, k, att.nbands, snapshot);
+        // A partition's rows, in the row type of the table asked about (its columns may be in
+        // another order); NULL when they already are.
+        let map = if rel == heap {
+            std::ptr::null_mut()
+        } else {
+            pg_sys::convert_tuples_by_name((*rel).rd_att, tupdesc)
+        };
+        search(
+            rel,
+            fp_attnum,
+            &indexes,
+            &plan,
+            snapshot,
+            None,
+            &mut |distance, slot| {
+                let mut should_free = false;
+                let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+                let row = if map.is_null() {
+                    tuple
+                } else {
+                    pg_sys::execute_attr_map_tuple(tuple, map)
+                };
+                let item = pg_sys::heap_copy_tuple_as_datum(row, tupdesc);
+                if !map.is_null() {
+                    pg_sys::heap_freetuple(row);
+                }
+                if should_free {
+                    pg_sys::heap_freetuple(tuple);
+                }
+                found.push((distance, order, (*slot).tts_tid, item));
+            },
+        );
+        if !map.is_null() {
+            pg_sys::free_conversion_map(map);
+        }
+    }
+    found.sort_by_key(|(d, order, tid, _)| {
         (
             *d,
+            *order,
             (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo),
             tid.ip_posid,
         )
     });
-    for (distance, _, item) in found {
+    for (distance, _, _, item) in found {
         let mut values = [item, pg_sys::Datum::from(distance as i32)];
         let mut nulls = [false, false];
         pg_sys::tuplestore_putvalues(
@@ -763,16 +808,33 @@ fn simhash_lookup_cost(
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let att = attachment_of(heap, text_column, own_namespace(fcinfo));
 
-        let fp_attnum = fingerprint_attnum(heap, &att);
-        let indexes = BandIndexes::open(heap, &att, fp_attnum);
         let snapshot = pg_sys::GetActiveSnapshot();
         let k = max_distance.unwrap_or(att.max_distance);
-        let plan = plan_for(heap, &indexes, fingerprint as u64, k, att.nbands, snapshot);
         let mut matches = 0i64;
-        let counts = search(heap, fp_attnum, &indexes, &plan, snapshot, None, &mut |_, _| {
-            matches += 1
-        });
-        drop(indexes);
+        let mut counts = Counts::default();
+        let tables = crate::partitions::leaf_tables(heap);
+        if tables.is_empty() {
+            ProbePlan::new(fingerprint as u64, k, att.nbands).or_raise();
+        }
+        // Every partition of a partitioned table is searched: the costs add up.
+        for table in tables {
+            let open = crate::partitions::OpenTable::open(heap, table);
+            let fp_attnum = fingerprint_attnum(open.rel, &att);
+            let indexes = BandIndexes::open(open.rel, &att, fp_attnum);
+            let plan = plan_for(open.rel, &indexes, fingerprint as u64, k, att.nbands, snapshot);
+            let c = search(
+                open.rel,
+                fp_attnum,
+                &indexes,
+                &plan,
+                snapshot,
+                None,
+                &mut |_, _| matches += 1,
+            );
+            counts.probes += c.probes;
+            counts.candidates += c.candidates;
+            counts.heap_fetches += c.heap_fetches;
+        }
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         TableIterator::once((
             counts.probes as i64,

@@ -117,7 +117,7 @@ struct Lookup {
 }
 
 thread_local! {
-    static LOOKUPS: RefCell<HashMap<(u32, u32, String), Lookup>> = RefCell::new(HashMap::new());
+    static LOOKUPS: RefCell<HashMap<(u32, String, String), Lookup>> = RefCell::new(HashMap::new());
 }
 
 /// The nearest existing row within `max_distance`.
@@ -161,6 +161,12 @@ unsafe fn prepare_lookup(relid: pg_sys::Oid, ext_schema: &str) -> Lookup {
             };
             (cols.clone(), key_text, flag)
         }
+        // A ctid names a row only within its partition.
+        None if pg_sys::get_rel_relispartition(relid) => (
+            "tableoid, ctid".to_string(),
+            "concat_ws(', ', t.tableoid::regclass::text, t.ctid::text)".to_string(),
+            "concat_ws(', ', t.tableoid::regclass::text, t.ctid::text)".to_string(),
+        ),
         None => (
             "ctid".to_string(),
             "t.ctid::text".to_string(),
@@ -227,8 +233,56 @@ unsafe fn query_utf8(sql: &str, relid: pg_sys::Oid) -> Option<String> {
     Some(String::from_utf8_lossy(data).into_owned())
 }
 
+/// The nearest row within `att.max_distance` of `fp` in the tables of `attached_table` (the firing
+/// table, or every leaf partition of the attached partitioned table), as (distance, table, ctid),
+/// leaving out the row at `self_tid` of `heap`.
+unsafe fn nearest_row(
+    heap: pg_sys::Relation,
+    attached_table: pg_sys::Oid,
+    att: &Attachment,
+    fp: u64,
+    fp_attnum: i16,
+    self_tid: pg_sys::ItemPointerData,
+    snapshot: pg_sys::Snapshot,
+) -> Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> {
+    let relid = (*heap).rd_id;
+    let tables = if attached_table == relid {
+        vec![relid]
+    } else {
+        let root = crate::partitions::OpenTable::open(heap, attached_table);
+        crate::partitions::leaf_tables(root.rel)
+    };
+    let mut best: Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> = None;
+    for table in tables {
+        let open = crate::partitions::OpenTable::open(heap, table);
+        let rel = open.rel;
+        let fp_attnum = if table == relid {
+            fp_attnum
+        } else {
+            crate::search::fingerprint_attnum(rel, att)
+        };
+        let indexes = BandIndexes::open(rel, att, fp_attnum);
+        let plan = plan_for(rel, &indexes, fp, att.max_distance, att.nbands, snapshot);
+        search(
+            rel,
+            fp_attnum,
+            &indexes,
+            &plan,
+            snapshot,
+            (table == relid).then_some(self_tid),
+            &mut |d, slot| {
+                if best.is_none_or(|(bd, _, _)| d < bd) {
+                    best = Some((d, table, (*slot).tts_tid));
+                }
+            },
+        );
+    }
+    best
+}
+
 /// Finds the nearest row within `max_distance` with a fresh snapshot, so that rows committed while
 /// this transaction waited on the locks are seen at every isolation level.
+#[allow(clippy::too_many_arguments)] // the trigger's state, passed down once per checked write
 unsafe fn find_nearest(
     td: &pg_sys::TriggerData,
     ext_schema: String,
@@ -237,39 +291,35 @@ unsafe fn find_nearest(
     self_tid: pg_sys::ItemPointerData,
     flag_attr: Option<&pg_sys::FormData_pg_attribute>,
     fp_attnum: i32,
+    attached_table: pg_sys::Oid,
 ) -> (String, Option<Nearest>) {
     let heap = td.tg_relation;
-    let relid = (*heap).rd_id;
-    let trigger = &*td.tg_trigger;
     // A new command id first, as a read-write SPI query would: rows written earlier in this
     // statement (a multi-row INSERT) are then visible to the snapshot, which also sees every
     // transaction committed while this one waited on the locks.
     pg_sys::CommandCounterIncrement();
     let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
-    let indexes = BandIndexes::open(heap, att, fp_attnum as i16);
-    let plan = plan_for(heap, &indexes, fp, att.max_distance, att.nbands, snapshot);
-    let mut best: Option<(u32, pg_sys::ItemPointerData)> = None;
-    search(
+    let Some((distance, relid, tid)) = nearest_row(
         heap,
+        attached_table,
+        att,
+        fp,
         fp_attnum as i16,
-        &indexes,
-        &plan,
+        self_tid,
         snapshot,
-        Some(self_tid),
-        &mut |d, slot| {
-            if best.is_none_or(|(bd, _)| d < bd) {
-                best = Some((d, (*slot).tts_tid));
-            }
-        },
-    );
-    drop(indexes);
-    let Some((distance, tid)) = best else {
+    ) else {
         pg_sys::UnregisterSnapshot(snapshot);
         return (String::new(), None);
     };
 
     pg_sys::SPI_connect();
-    let cache_key = (trigger.tgoid.to_u32(), relid.to_u32(), ext_schema.clone());
+    // The name is part of the key: the prepared query names the table, and a renamed table (or
+    // schema) must not reach a stale plan.
+    let cache_key = (
+        relid.to_u32(),
+        ext_schema.clone(),
+        crate::search::qualified_name_of(relid),
+    );
     let (plan, key_columns) = LOOKUPS.with(|lookups| {
         let mut lookups = lookups.borrow_mut();
         let lookup = lookups
@@ -449,6 +499,7 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     };
 
     let rel = &*td.tg_relation;
+    let partition = (*rel.rd_rel).relispartition;
     let tupdesc = rel.rd_att;
     let table = crate::search::relation_name(td.tg_relation);
     let (tuple, old) = if op == pg_sys::TRIGGER_EVENT_INSERT {
@@ -471,6 +522,10 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     if !text_changed {
         let old = old.expect("an UPDATE has an old row");
         if same_bigint(getattr(old, fp_att, tupdesc), getattr(tuple, fp_att, tupdesc)) {
+            if partition {
+                let stored = getattr(tuple, fp_att, tupdesc).map(|d| d.value() as i64 as u64);
+                crate::partitions::note_update(trigger, rel.rd_id, (*old).t_self, stored);
+            }
             return pg_sys::Datum::from(tuple);
         }
     }
@@ -491,18 +546,24 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let mut values = vec![fp.map_or(pg_sys::Datum::from(0), |fp| pg_sys::Datum::from(fp as i64))];
     let mut nulls = vec![fp.is_none()];
 
-    if att.mode != Mode::None && text_changed {
+    // The INSERT half of a row moved to another partition is no new text.
+    let moved =
+        partition && op == pg_sys::TRIGGER_EVENT_INSERT && crate::partitions::is_row_move(trigger, fp);
+    if att.mode != Mode::None && text_changed && !moved {
         let flag_att = (att.mode == Mode::Flag).then(|| attnum(tupdesc, &att.flag_column(), &table));
         let nearest = match fp {
             Some(fp) => {
-                lock_parts(rel.rd_id, fp, att.max_distance as u32);
+                // The locks key on the attached table: writers to different partitions meet.
+                let attached_table = crate::partitions::attached_table(td.tg_relation, trigger);
+                lock_parts(attached_table, fp, att.max_distance as u32);
                 let self_tid = match old {
                     Some(old) => (*old).t_self,
                     None => pg_sys::ItemPointerData::default(),
                 };
                 let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
                 let schema = extension_schema(fcinfo);
-                let (key_columns, nearest) = find_nearest(td, schema, &att, fp, self_tid, flag_attr, fp_att);
+                let (key_columns, nearest) =
+                    find_nearest(td, schema, &att, fp, self_tid, flag_attr, fp_att, attached_table);
                 nearest.map(|n| (key_columns, n))
             }
             None => None,
@@ -533,6 +594,9 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         }
     }
 
+    if let (true, Some(old)) = (partition, old) {
+        crate::partitions::note_update(trigger, rel.rd_id, (*old).t_self, fp);
+    }
     let modified = pg_sys::heap_modify_tuple_by_cols(
         tuple,
         tupdesc,

@@ -21,9 +21,17 @@ SELECT pg_temp.try($$SELECT simhash_trigger()$$) AS called_directly;
 CREATE TABLE altered (id int PRIMARY KEY, body text, code text);
 SELECT simhash_attach('altered', 'body', on_duplicate => 'error');
 INSERT INTO altered VALUES (1, 'The city council approved the budget for protected bike lanes.', 'a');
+-- A renamed text column takes its fingerprint and band columns and the trigger along (issue 11);
+-- with the extension's event trigger disabled, the trigger reports the missing column instead.
+ALTER TABLE altered RENAME COLUMN body TO content;
+SELECT pg_temp.try($$INSERT INTO altered VALUES (3, 'The city council approved the budget for protected bike lanes!', 'c')$$)
+  AS duplicate_after_rename;
+ALTER TABLE altered RENAME COLUMN content TO body;
+ALTER EVENT TRIGGER simhash_ddl_command_start DISABLE;
 ALTER TABLE altered RENAME COLUMN body TO content;
 SELECT pg_temp.try($$INSERT INTO altered VALUES (2, 'A text', 'b')$$) AS renamed_text_column;
 ALTER TABLE altered RENAME COLUMN content TO body;
+ALTER EVENT TRIGGER simhash_ddl_command_start ENABLE;
 ALTER TABLE altered ALTER COLUMN body TYPE int USING length(body);
 SELECT pg_temp.try($$INSERT INTO altered VALUES (2, 42, 'b')$$) AS text_column_not_text;
 ALTER TABLE altered ALTER COLUMN body TYPE varchar(200);

@@ -29,6 +29,10 @@ INSERT INTO articles VALUES (3, 'Council approves budget for protected bike lane
 SELECT (n.item).id, n.distance FROM dedup.simhash_near_duplicates(NULL::articles, '市图书馆改造完成，下个月一日起重新对读者开放，新增自习座位两百个') n;
 SELECT (n.item).id, n.distance FROM dedup.simhash_near_duplicates(NULL::articles, (SELECT body_simhash FROM articles WHERE id = 3)) n;
 SELECT table_name, text_column FROM dedup.simhash_attachments();
+-- The event trigger finds its helpers off search_path too: a renamed text column keeps working.
+ALTER TABLE articles RENAME COLUMN body TO content;
+INSERT INTO articles VALUES (4, '市图书馆改造完成！下个月一日起重新对读者开放，新增自习座位两百个');
+SELECT table_name, text_column FROM dedup.simhash_attachments();
 SELECT dedup.simhash_detach('articles');
 DROP TABLE articles;
 DROP EXTENSION simhash_ext;

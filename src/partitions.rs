@@ -1,0 +1,427 @@
+//! Partitioned tables and attachments that survive ordinary DDL (issue 11).
+//!
+//! `simhash_attach()` on a partitioned table puts its columns, partitioned band indexes and trigger
+//! on the parent, and PostgreSQL hands them to every partition (the trigger as clones). This module
+//! says which relation a partition's trigger belongs to (its locks key on it) and which tables a
+//! search covers; it recognizes the INSERT half of an UPDATE that moves a row to another partition;
+//! and its event trigger prepares a table for ATTACH PARTITION and keeps the derived columns and
+//! the trigger in step with a renamed text column.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::CStr;
+
+use pgrx::prelude::*;
+
+use crate::errors::{raise, EncodedError};
+
+extern "C-unwind" {
+    // partitioning/partition.h, not in pgrx's bindings: the ancestors of a partition, parent first.
+    fn get_partition_ancestors(relid: pg_sys::Oid) -> *mut pg_sys::List;
+}
+
+unsafe fn oids(list: *mut pg_sys::List) -> Vec<pg_sys::Oid> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    std::slice::from_raw_parts((*list).elements, (*list).length as usize)
+        .iter()
+        .map(|cell| cell.oid_value)
+        .collect()
+}
+
+/// The tables that hold the rows of `rel`: itself when it is an ordinary table, its leaf partitions
+/// (in partition bound order, sub-partitions included) when it is partitioned, none otherwise.
+///
+/// # Safety
+/// `rel` must be an open relation.
+pub unsafe fn leaf_tables(rel: pg_sys::Relation) -> Vec<pg_sys::Oid> {
+    let mut tables = Vec::new();
+    match (*(*rel).rd_rel).relkind as u8 {
+        pg_sys::RELKIND_RELATION => tables.push((*rel).rd_id),
+        pg_sys::RELKIND_PARTITIONED_TABLE => add_leaves(rel, &mut tables),
+        _ => {}
+    }
+    tables
+}
+
+unsafe fn add_leaves(rel: pg_sys::Relation, tables: &mut Vec<pg_sys::Oid>) {
+    let desc = pg_sys::RelationGetPartitionDesc(rel, true);
+    if desc.is_null() {
+        return;
+    }
+    for i in 0..(*desc).nparts as usize {
+        let oid = *(*desc).oids.add(i);
+        if *(*desc).is_leaf.add(i) {
+            // A foreign partition has no band indexes (simhash_attach refuses them): nothing to search.
+            if pg_sys::get_rel_relkind(oid) as u8 == pg_sys::RELKIND_RELATION {
+                tables.push(oid);
+            }
+        } else {
+            let child = pg_sys::relation_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            add_leaves(child, tables);
+            pg_sys::relation_close(child, pg_sys::NoLock as pg_sys::LOCKMODE);
+        }
+    }
+}
+
+/// A relation opened for a search, closed (its lock kept) when dropped; or one the caller holds.
+pub struct OpenTable {
+    pub rel: pg_sys::Relation,
+    owned: bool,
+}
+
+impl OpenTable {
+    /// `held` itself when `oid` is its OID, else `oid` opened with AccessShareLock.
+    ///
+    /// # Safety
+    /// `held` must be an open relation.
+    pub unsafe fn open(held: pg_sys::Relation, oid: pg_sys::Oid) -> OpenTable {
+        if (*held).rd_id == oid {
+            OpenTable {
+                rel: held,
+                owned: false,
+            }
+        } else {
+            OpenTable {
+                rel: pg_sys::relation_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE),
+                owned: true,
+            }
+        }
+    }
+}
+
+impl Drop for OpenTable {
+    fn drop(&mut self) {
+        if self.owned {
+            unsafe { pg_sys::relation_close(self.rel, pg_sys::NoLock as pg_sys::LOCKMODE) };
+        }
+    }
+}
+
+/// Whether `rel` has a trigger named `name` calling `func`, and if so whether it is a clone.
+unsafe fn trigger_named(rel: pg_sys::Relation, name: &CStr, func: pg_sys::Oid) -> Option<bool> {
+    let trigdesc = (*rel).trigdesc;
+    if trigdesc.is_null() {
+        return None;
+    }
+    std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize)
+        .iter()
+        .find(|t| t.tgfoid == func && CStr::from_ptr(t.tgname) == name)
+        .map(|t| t.tgisclone)
+}
+
+/// The attached table that `trigger`, firing on `rel`, belongs to: `rel` for a trigger that
+/// `simhash_attach()` made, or for a partition's clone the ancestor that holds the original. The
+/// duplicate trigger locks and searches the whole attached table, whichever partition a row goes to.
+///
+/// # Safety
+/// `rel` must be an open relation and `trigger` one of its triggers.
+pub unsafe fn attached_table(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> pg_sys::Oid {
+    let mut table = (*rel).rd_id;
+    if !trigger.tgisclone {
+        return table;
+    }
+    let name = CStr::from_ptr(trigger.tgname);
+    let ancestors = pg_sys::ffi::pg_guard_ffi_boundary(|| get_partition_ancestors(table));
+    for ancestor in oids(ancestors) {
+        let parent = pg_sys::relation_open(ancestor, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let found = trigger_named(parent, name, trigger.tgfoid);
+        pg_sys::relation_close(parent, pg_sys::NoLock as pg_sys::LOCKMODE);
+        match found {
+            Some(clone) => {
+                table = ancestor;
+                if !clone {
+                    break;
+                }
+            }
+            None => break,
+        }
+    }
+    table
+}
+
+/// What the BEFORE UPDATE trigger of a partition leaves for the BEFORE INSERT trigger that may
+/// follow: PostgreSQL moves a row whose partition key changes by deleting it and
+/// inserting it into its new partition, firing the INSERT triggers there. That INSERT is not a new
+/// text: the UPDATE trigger has checked it already (or had nothing to check), and treating it as one
+/// would reject a row that was a near-duplicate before, or in skip mode drop the row altogether.
+struct UpdateNote {
+    trigger_name: Vec<u8>,
+    fingerprint: Option<u64>,
+    transaction: u32,
+    /// The row version the UPDATE replaces: after a move, PostgreSQL marks it as moved.
+    table: pg_sys::Oid,
+    row: pg_sys::ItemPointerData,
+}
+
+thread_local! {
+    static UPDATE_NOTES: RefCell<Vec<UpdateNote>> = const { RefCell::new(Vec::new()) };
+}
+
+fn local_transaction() -> u32 {
+    unsafe { (*pg_sys::MyProc).lxid }
+}
+
+/// Notes that `trigger` let an UPDATE of the row at `row` of partition `table` through with
+/// `fingerprint`.
+///
+/// # Safety
+/// `trigger` must be the firing trigger.
+pub unsafe fn note_update(
+    trigger: &pg_sys::Trigger,
+    table: pg_sys::Oid,
+    row: pg_sys::ItemPointerData,
+    fingerprint: Option<u64>,
+) {
+    let note = UpdateNote {
+        trigger_name: CStr::from_ptr(trigger.tgname).to_bytes().to_vec(),
+        fingerprint,
+        transaction: local_transaction(),
+        table,
+        row,
+    };
+    UPDATE_NOTES.with(|notes| {
+        let mut notes = notes.borrow_mut();
+        notes.retain(|n| n.trigger_name != note.trigger_name);
+        notes.push(note);
+    });
+}
+
+/// Whether this INSERT through `trigger` is the second half of a row move: the UPDATE noted last by
+/// the trigger of the same name, in this transaction, had the same fingerprint, and the row version
+/// it replaced is now marked as moved to another partition (an UPDATE in place, as by an upsert or
+/// MERGE that also inserts a row with the same text, does not mark it). The note is used up either
+/// way, so it serves the INSERT that follows its move; were that INSERT cancelled by another
+/// BEFORE INSERT trigger, the next INSERT of the same fingerprint by this trigger in the same
+/// transaction would be taken for it.
+///
+/// # Safety
+/// `trigger` must be the firing trigger.
+pub unsafe fn is_row_move(trigger: &pg_sys::Trigger, fingerprint: Option<u64>) -> bool {
+    let name = CStr::from_ptr(trigger.tgname).to_bytes();
+    let transaction = local_transaction();
+    UPDATE_NOTES.with(|notes| {
+        let mut notes = notes.borrow_mut();
+        let Some(i) = notes.iter().position(|n| n.trigger_name == name) else {
+            return false;
+        };
+        let note = notes.swap_remove(i);
+        note.transaction == transaction
+            && note.fingerprint == fingerprint
+            && moved_to_another_partition(note.table, note.row)
+    })
+}
+
+/// Whether the row version at `row` of `table` was deleted by a move to another partition (its
+/// ctid then holds PostgreSQL's "moved partitions" marker).
+unsafe fn moved_to_another_partition(table: pg_sys::Oid, row: pg_sys::ItemPointerData) -> bool {
+    let rel = pg_sys::relation_open(table, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    let mut tuple = pg_sys::HeapTupleData {
+        t_self: row,
+        ..Default::default()
+    };
+    let mut buffer: pg_sys::Buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+    let found = pg_sys::heap_fetch(
+        rel,
+        std::ptr::addr_of_mut!(pg_sys::SnapshotAnyData),
+        &mut tuple,
+        &mut buffer,
+        true,
+    );
+    let moved = found && !tuple.t_data.is_null() && {
+        let ctid = (*tuple.t_data).t_ctid;
+        ctid.ip_blkid.bi_hi == 0xFFFF
+            && ctid.ip_blkid.bi_lo == 0xFFFF
+            && u32::from(ctid.ip_posid) == pg_sys::MovedPartitionsOffsetNumber
+    };
+    if buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
+        pg_sys::ReleaseBuffer(buffer);
+    }
+    pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+    moved
+}
+
+thread_local! {
+    /// Set while the event trigger runs its own DDL, which fires it again.
+    static IN_EVENT_TRIGGER: Cell<bool> = const { Cell::new(false) };
+}
+
+struct EventTriggerScope;
+
+impl EventTriggerScope {
+    fn enter() -> Option<EventTriggerScope> {
+        if IN_EVENT_TRIGGER.with(|f| f.replace(true)) {
+            None
+        } else {
+            Some(EventTriggerScope)
+        }
+    }
+}
+
+impl Drop for EventTriggerScope {
+    fn drop(&mut self) {
+        IN_EVENT_TRIGGER.with(|f| f.set(false));
+    }
+}
+
+unsafe fn relation_of(range: *mut pg_sys::RangeVar) -> pg_sys::Oid {
+    if range.is_null() {
+        return pg_sys::InvalidOid;
+    }
+    // A missing table is PostgreSQL's error to report, after this trigger.
+    pg_sys::RangeVarGetRelidExtended(
+        range,
+        pg_sys::NoLock as pg_sys::LOCKMODE,
+        pg_sys::RVROption::RVR_MISSING_OK,
+        None,
+        std::ptr::null_mut(),
+    )
+}
+
+/// An argument of a helper call: an OID, or a name as the parse tree holds it (server encoding).
+enum Arg {
+    Oid(pg_sys::Oid),
+    Name(*const std::ffi::c_char),
+}
+
+/// Runs `SELECT <schema>.<function>($1, ...)`, the helper raising its own errors.
+unsafe fn call_helper(schema: &str, function: &str, args: &[Arg]) {
+    let placeholders: Vec<String> = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match a {
+            Arg::Oid(_) => format!("${}::pg_catalog.regclass", i + 1),
+            Arg::Name(_) => format!("${}::pg_catalog.name", i + 1),
+        })
+        .collect();
+    let sql = format!("SELECT {schema}.{function}({})", placeholders.join(", "));
+    let csql = std::ffi::CString::new(crate::text::utf8_to_server(&sql).into_owned()).unwrap_or_default();
+    let mut types: Vec<pg_sys::Oid> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Oid(_) => pg_sys::OIDOID,
+            Arg::Name(_) => pg_sys::TEXTOID,
+        })
+        .collect();
+    let mut values: Vec<pg_sys::Datum> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Oid(oid) => pg_sys::Datum::from(*oid),
+            Arg::Name(name) => pg_sys::Datum::from(pg_sys::cstring_to_text(*name)),
+        })
+        .collect();
+    let nulls = vec![b' ' as std::ffi::c_char; args.len()];
+    pg_sys::SPI_connect();
+    let status = pg_sys::SPI_execute_with_args(
+        csql.as_ptr(),
+        args.len() as i32,
+        types.as_mut_ptr(),
+        values.as_mut_ptr(),
+        nulls.as_ptr(),
+        false,
+        0,
+    );
+    pg_sys::SPI_finish();
+    if status != pg_sys::SPI_OK_SELECT as i32 {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            message: format!("simhash_ext: {function}() failed (SPI status {status})"),
+            detail: None,
+            hint: None,
+        });
+    }
+}
+
+unsafe fn list_cells<T>(list: *mut pg_sys::List) -> Vec<*mut T> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    std::slice::from_raw_parts((*list).elements, (*list).length as usize)
+        .iter()
+        .map(|cell| cell.ptr_value as *mut T)
+        .collect()
+}
+
+#[no_mangle]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_simhash_ddl_command_start() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// `simhash_ddl_command_start()`: the extension's event trigger on `ddl_command_start` of ALTER
+/// TABLE. Before `ALTER TABLE parent ATTACH PARTITION t`, gives `t` the columns and fingerprints of
+/// each attachment of `parent` (`simhash_prepare_partition()`); before `ALTER TABLE t RENAME COLUMN`
+/// of an attached text column, renames the columns derived from it and remakes the trigger, and
+/// refuses to rename a derived column (`simhash_rename_column()`).
+///
+/// # Safety
+/// Called by PostgreSQL as an event trigger function.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn simhash_ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    crate::errors::guard(|| ddl_command_start(fcinfo))
+}
+
+unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    let context = (*fcinfo).context;
+    if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_EventTriggerData {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            message: "simhash_ddl_command_start() must be called as an event trigger".into(),
+            detail: None,
+            hint: None,
+        });
+    }
+    let Some(_scope) = EventTriggerScope::enter() else {
+        return pg_sys::Datum::from(0);
+    };
+    let tree = (*(context as *mut pg_sys::EventTriggerData)).parsetree;
+    if tree.is_null() {
+        return pg_sys::Datum::from(0);
+    }
+    let schema = pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(
+        CStr::from_ptr(pg_sys::get_namespace_name(crate::search::own_namespace(fcinfo))).to_bytes(),
+    ));
+    match (*tree).type_ {
+        pg_sys::NodeTag::T_AlterTableStmt => {
+            let stmt = &*(tree as *mut pg_sys::AlterTableStmt);
+            if stmt.objtype != pg_sys::ObjectType::OBJECT_TABLE {
+                return pg_sys::Datum::from(0);
+            }
+            for cmd in list_cells::<pg_sys::AlterTableCmd>(stmt.cmds) {
+                if (*cmd).subtype != pg_sys::AlterTableType::AT_AttachPartition || (*cmd).def.is_null() {
+                    continue;
+                }
+                let partition = relation_of((*((*cmd).def as *mut pg_sys::PartitionCmd)).name);
+                let parent = relation_of(stmt.relation);
+                if parent != pg_sys::InvalidOid && partition != pg_sys::InvalidOid {
+                    call_helper(
+                        &schema,
+                        "simhash_prepare_partition",
+                        &[Arg::Oid(parent), Arg::Oid(partition)],
+                    );
+                }
+            }
+        }
+        pg_sys::NodeTag::T_RenameStmt => {
+            let stmt = &*(tree as *mut pg_sys::RenameStmt);
+            if stmt.renameType != pg_sys::ObjectType::OBJECT_COLUMN
+                || stmt.relationType != pg_sys::ObjectType::OBJECT_TABLE
+                || stmt.subname.is_null()
+                || stmt.newname.is_null()
+            {
+                return pg_sys::Datum::from(0);
+            }
+            let table = relation_of(stmt.relation);
+            if table != pg_sys::InvalidOid {
+                call_helper(
+                    &schema,
+                    "simhash_rename_column",
+                    &[Arg::Oid(table), Arg::Name(stmt.subname), Arg::Name(stmt.newname)],
+                );
+            }
+        }
+        _ => {}
+    }
+    pg_sys::Datum::from(0)
+}
