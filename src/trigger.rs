@@ -249,8 +249,25 @@ unsafe fn nearest_row(
     let tables = if attached_table == relid {
         vec![relid]
     } else {
-        let root = crate::partitions::OpenTable::open(heap, attached_table);
-        crate::partitions::leaf_tables(root.rel)
+        // The partitions change only with a relcache invalidation of the partitioned table.
+        let generation = crate::leafmap::relcache_generation();
+        let cached = LEAF_TABLES.with(|l| {
+            l.borrow()
+                .get(&attached_table)
+                .filter(|(g, _)| *g == generation)
+                .map(|(_, t)| t.clone())
+        });
+        cached.unwrap_or_else(|| {
+            let root = crate::partitions::OpenTable::open(heap, attached_table);
+            let tables = crate::partitions::leaf_tables(root.rel);
+            if crate::leafmap::relcache_generation() == generation {
+                LEAF_TABLES.with(|l| {
+                    l.borrow_mut()
+                        .insert(attached_table, (generation, tables.clone()))
+                });
+            }
+            tables
+        })
     };
     let mut best: Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> = None;
     for table in tables {
@@ -285,7 +302,7 @@ unsafe fn nearest_row(
 #[allow(clippy::too_many_arguments)] // the trigger's state, passed down once per checked write
 unsafe fn find_nearest(
     td: &pg_sys::TriggerData,
-    ext_schema: String,
+    fcinfo: pg_sys::FunctionCallInfo,
     att: &Attachment,
     fp: u64,
     self_tid: pg_sys::ItemPointerData,
@@ -312,6 +329,7 @@ unsafe fn find_nearest(
         return (String::new(), None);
     };
 
+    let ext_schema = extension_schema(fcinfo);
     pg_sys::SPI_connect();
     // The name is part of the key: the prepared query names the table, and a renamed table (or
     // schema) must not reach a stale plan.
@@ -461,6 +479,74 @@ fn trigger_error(message: &'static str) -> ! {
     });
 }
 
+/// What the trigger derives from its arguments and its table's catalog entries: the same for
+/// every row until a relcache invalidation (ALTER TABLE, an attach or detach of a partition), so
+/// kept per (trigger, table) for the backend's current relcache generation.
+#[derive(Clone)]
+struct Setup {
+    att: Attachment,
+    text_att: i32,
+    fp_att: i32,
+    /// The flag column, if the table has one (required in flag mode only, when a row is checked).
+    flag_att: Option<i32>,
+    /// The table the trigger was attached to: this one, or the partitioned table it is a partition of.
+    attached_table: pg_sys::Oid,
+}
+
+thread_local! {
+    /// The leaf partitions of a partitioned table with an attachment, per relcache generation.
+    static LEAF_TABLES: RefCell<HashMap<pg_sys::Oid, (u64, Vec<pg_sys::Oid>)>> = RefCell::new(HashMap::new());
+    static SETUPS: RefCell<HashMap<(pg_sys::Oid, pg_sys::Oid), (u64, Setup)>> = RefCell::new(HashMap::new());
+}
+
+/// The trigger's [`Setup`] for the row in `td`, or the error of a trigger whose arguments or
+/// columns no longer fit.
+unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
+    let trigger = &*td.tg_trigger;
+    let rel = td.tg_relation;
+    let key = (trigger.tgoid, (*rel).rd_id);
+    let generation = crate::leafmap::relcache_generation();
+    let cached = SETUPS.with(|s| {
+        s.borrow()
+            .get(&key)
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, setup)| setup.clone())
+    });
+    if let Some(setup) = cached {
+        return setup;
+    }
+    let args: Vec<String> = (0..trigger.tgnargs as usize)
+        .map(|i| cstr_utf8(*trigger.tgargs.add(i)))
+        .collect();
+    let Some(att) = Attachment::from_args(&args) else {
+        trigger_error("simhash_trigger() has invalid arguments: attach the table with simhash_attach()");
+    };
+    let tupdesc = (*rel).rd_att;
+    let table = crate::search::relation_name(rel);
+    let text_att = attnum(tupdesc, &att.text_column, &table);
+    let fp_att = attnum(tupdesc, &att.fingerprint_column(), &table);
+    check_type(
+        tupdesc,
+        text_att,
+        &table,
+        &[pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID],
+        "text, varchar or char",
+    );
+    check_type(tupdesc, fp_att, &table, &[pg_sys::INT8OID], "bigint");
+    let flag_att = crate::search::attnum_of(tupdesc, &att.flag_column()).map(i32::from);
+    let setup = Setup {
+        attached_table: crate::partitions::attached_table(rel, trigger),
+        att,
+        text_att,
+        fp_att,
+        flag_att,
+    };
+    if crate::leafmap::relcache_generation() == generation {
+        SETUPS.with(|s| s.borrow_mut().insert(key, (generation, setup.clone())));
+    }
+    setup
+}
+
 #[no_mangle]
 #[doc(hidden)]
 pub extern "C" fn pg_finfo_simhash_trigger() -> &'static pg_sys::Pg_finfo_record {
@@ -491,32 +577,17 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         trigger_error("simhash_trigger() must run BEFORE INSERT OR UPDATE FOR EACH ROW");
     }
     let trigger = &*td.tg_trigger;
-    let args: Vec<String> = (0..trigger.tgnargs as usize)
-        .map(|i| cstr_utf8(*trigger.tgargs.add(i)))
-        .collect();
-    let Some(att) = Attachment::from_args(&args) else {
-        trigger_error("simhash_trigger() has invalid arguments: attach the table with simhash_attach()");
-    };
-
     let rel = &*td.tg_relation;
     let partition = (*rel.rd_rel).relispartition;
     let tupdesc = rel.rd_att;
-    let table = crate::search::relation_name(td.tg_relation);
+    let setup = setup_of(td);
+    let att = &setup.att;
+    let (text_att, fp_att) = (setup.text_att, setup.fp_att);
     let (tuple, old) = if op == pg_sys::TRIGGER_EVENT_INSERT {
         (td.tg_trigtuple, None)
     } else {
         (td.tg_newtuple, Some(td.tg_trigtuple))
     };
-    let text_att = attnum(tupdesc, &att.text_column, &table);
-    let fp_att = attnum(tupdesc, &att.fingerprint_column(), &table);
-    check_type(
-        tupdesc,
-        text_att,
-        &table,
-        &[pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID],
-        "text, varchar or char",
-    );
-    check_type(tupdesc, fp_att, &table, &[pg_sys::INT8OID], "bigint");
     let text = getattr(tuple, text_att, tupdesc);
     let text_changed = old.is_none_or(|old| !same_stored_bytes(getattr(old, text_att, tupdesc), text));
     if !text_changed {
@@ -550,20 +621,27 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let moved =
         partition && op == pg_sys::TRIGGER_EVENT_INSERT && crate::partitions::is_row_move(trigger, fp);
     if att.mode != Mode::None && text_changed && !moved {
-        let flag_att = (att.mode == Mode::Flag).then(|| attnum(tupdesc, &att.flag_column(), &table));
+        let flag_att = (att.mode == Mode::Flag).then(|| {
+            setup.flag_att.unwrap_or_else(|| {
+                attnum(
+                    tupdesc,
+                    &att.flag_column(),
+                    &crate::search::relation_name(td.tg_relation),
+                )
+            })
+        });
         let nearest = match fp {
             Some(fp) => {
                 // The locks key on the attached table: writers to different partitions meet.
-                let attached_table = crate::partitions::attached_table(td.tg_relation, trigger);
+                let attached_table = setup.attached_table;
                 lock_parts(attached_table, fp, att.max_distance as u32);
                 let self_tid = match old {
                     Some(old) => (*old).t_self,
                     None => pg_sys::ItemPointerData::default(),
                 };
                 let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
-                let schema = extension_schema(fcinfo);
                 let (key_columns, nearest) =
-                    find_nearest(td, schema, &att, fp, self_tid, flag_attr, fp_att, attached_table);
+                    find_nearest(td, fcinfo, att, fp, self_tid, flag_attr, fp_att, attached_table);
                 nearest.map(|n| (key_columns, n))
             }
             None => None,
@@ -573,8 +651,9 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 raise(EncodedError {
                     code: PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
                     message: format!(
-                        "near-duplicate text in column \"{}\" of relation \"{table}\"",
-                        att.text_column
+                        "near-duplicate text in column \"{}\" of relation \"{}\"",
+                        att.text_column,
+                        crate::search::relation_name(td.tg_relation)
                     ),
                     detail: Some(format!(
                         "Key ({key_columns})=({}) is at Hamming distance {} (max_distance {}).",
