@@ -145,6 +145,17 @@ impl Page {
             .then(|| unsafe { std::ptr::read_unaligned(self.data.add(special) as *const Opaque) })
     }
 
+    /// The page's LSN (`pd_lsn`, two 32-bit halves).
+    fn lsn(&self) -> u64 {
+        let (hi, lo) = unsafe {
+            (
+                std::ptr::read_unaligned(self.data as *const u32),
+                std::ptr::read_unaligned(self.data.add(4) as *const u32),
+            )
+        };
+        (u64::from(hi) << 32) | u64::from(lo)
+    }
+
     fn max_offset(&self) -> u16 {
         let lower = self.u16_at(12) as usize;
         (lower.saturating_sub(PAGE_HEADER_SIZE) / std::mem::size_of::<pg_sys::ItemIdData>()) as u16
@@ -221,6 +232,39 @@ fn downlink(tuple: *const u8) -> u32 {
     (u32::from(hi) << 16) | u32::from(lo)
 }
 
+/// A leaf page as a list knows it.
+#[derive(Clone, Copy)]
+struct Listed {
+    /// The lowest key the page may hold (at most its real lowest key).
+    low: i64,
+    block: u32,
+    /// The buffer the page was last read from, 0 if none.
+    recent: pg_sys::Buffer,
+    /// What the page said when last read, valid while its LSN is the same.
+    seen: Option<Seen>,
+}
+
+/// What a leaf page said when it was last read: every change to a page of a WAL-logged index sets
+/// its LSN (a split changes the high key and the right-link, a deletion the flags), so while the
+/// LSN stays the same these need not be read again; the lookups read the page's items anyway.
+#[derive(Clone, Copy)]
+struct Seen {
+    lsn: u64,
+    next: u32,
+    high: Option<i64>,
+}
+
+impl Listed {
+    fn new(low: i64, block: u32) -> Listed {
+        Listed {
+            low,
+            block,
+            recent: 0,
+            seen: None,
+        }
+    }
+}
+
 /// The leaf pages of one band index with the lowest key each may hold, in key order.
 #[derive(Default)]
 struct LeafList {
@@ -228,8 +272,9 @@ struct LeafList {
     xmin: pg_sys::TransactionId,
     /// None until checked; Some(false) when this index cannot be read here.
     usable: Option<bool>,
-    /// (lowest key, block, buffer it was last read from or 0)
-    leaves: Vec<(i64, u32, pg_sys::Buffer)>,
+    leaves: Vec<Listed>,
+    /// Whether the index is WAL-logged, so that its pages' LSNs tell changes ([`Seen`]).
+    logged: bool,
     plain_probes: u32,
     reread: bool,
 }
@@ -279,9 +324,18 @@ unsafe fn layout_ok(index: pg_sys::Relation) -> bool {
     meta.magic == BTREE_MAGIC && meta.version >= BTREE_HEAPKEYSPACE_VERSION
 }
 
+/// Whether changes to the index are WAL-logged, so that each sets the LSN of the page it changes
+/// (PostgreSQL's `RelationNeedsWAL`).
+unsafe fn needs_wal(index: pg_sys::Relation) -> bool {
+    (*(*index).rd_rel).relpersistence as u8 == pg_sys::RELPERSISTENCE_PERMANENT
+        && (pg_sys::wal_level >= pg_sys::WalLevel::WAL_LEVEL_REPLICA as i32
+            // 0: InvalidSubTransactionId (created or given a new file in an earlier transaction)
+            || ((*index).rd_createSubid == 0 && (*index).rd_firstRelfilenodeSubid == 0))
+}
+
 /// Reads the leaf list from the level above the leaves; None if the index is empty or a page is
 /// not what it must be.
-unsafe fn read_leaves(index: pg_sys::Relation) -> Option<Vec<(i64, u32, pg_sys::Buffer)>> {
+unsafe fn read_leaves(index: pg_sys::Relation) -> Option<Vec<Listed>> {
     let meta = {
         let page = Page::read(index, 0);
         std::ptr::read_unaligned(page.data.add(PAGE_HEADER_SIZE) as *const Meta)
@@ -290,7 +344,7 @@ unsafe fn read_leaves(index: pg_sys::Relation) -> Option<Vec<(i64, u32, pg_sys::
         return None;
     }
     if meta.level == 0 {
-        return Some(vec![(MINUS_INFINITY, meta.root, 0)]);
+        return Some(vec![Listed::new(MINUS_INFINITY, meta.root)]);
     }
     // Down the leftmost downlinks to level 1 (a root split since the metapage was read leaves the
     // old root leftmost on its level, so this still reaches the leftmost page).
@@ -330,7 +384,7 @@ unsafe fn read_leaves(index: pg_sys::Relation) -> Option<Vec<(i64, u32, pg_sys::
                 } else {
                     tuple_key(tuple, true)
                 };
-                leaves.push((key, downlink(tuple), 0));
+                leaves.push(Listed::new(key, downlink(tuple)));
             }
             if !rightmost {
                 low = tuple_key(page.tuple(P_HIKEY), true);
@@ -366,55 +420,76 @@ impl Leaf {
     }
 }
 
-/// The leaf that holds the first entries of `value`: from `block` (last read from buffer
-/// `recent`), whose keys are above `low`,
-/// right while a page is deleted or its high key is below the value. None if a page is not what
-/// it must be; also counts the pages moved over.
+/// The leaf that holds the first entries of `value`: from `block`, whose keys are above `low`,
+/// right while a page is deleted or its high key is below the value. `listed` is the list's entry
+/// when `block` comes straight from the list: its buffer is tried first, and what the page said
+/// when last read stands while its LSN is the same (`logged` indexes only). None if a page is not
+/// what it must be; also counts the pages moved over.
 unsafe fn find_leaf(
     index: pg_sys::Relation,
     mut block: u32,
-    recent: &mut pg_sys::Buffer,
+    mut listed: Option<&mut Listed>,
+    logged: bool,
     mut low: i64,
     value: i64,
     moves: &mut u32,
 ) -> Option<Leaf> {
-    let mut first = true;
     loop {
-        let page = if first {
-            Page::read_recent(index, block, recent)
-        } else {
-            Page::read(index, block)
+        let page = match listed.as_deref_mut() {
+            Some(entry) => Page::read_recent(index, block, &mut entry.recent),
+            None => Page::read(index, block),
         };
-        first = false;
-        let opaque = page.opaque()?;
-        let rightmost = opaque.next == P_NONE;
-        if opaque.flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
-            if rightmost {
-                return None;
-            }
-        } else {
-            if opaque.flags & BTP_LEAF == 0 || opaque.level != 0 {
-                return None;
-            }
-            let high = (!rightmost).then(|| tuple_key(page.tuple(P_HIKEY), true));
-            match high {
-                Some(high) if high < value => low = high,
-                _ => {
-                    let start = if rightmost { 1 } else { 2 };
-                    return Some(Leaf {
-                        page,
-                        low,
-                        high,
+        let known = listed
+            .as_deref()
+            .and_then(|entry| entry.seen)
+            .filter(|seen| logged && seen.lsn == page.lsn());
+        let (next, high) = match known {
+            Some(seen) => (seen.next, seen.high),
+            None => {
+                let opaque = page.opaque()?;
+                let rightmost = opaque.next == P_NONE;
+                if opaque.flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
+                    if rightmost {
+                        return None;
+                    }
+                    block = opaque.next;
+                    *moves += 1;
+                    listed = None;
+                    drop(page); // one page locked at a time, as a scan moving right
+                    continue;
+                }
+                if opaque.flags & BTP_LEAF == 0 || opaque.level != 0 {
+                    return None;
+                }
+                let high = (!rightmost).then(|| tuple_key(page.tuple(P_HIKEY), true));
+                if let Some(entry) = listed.as_deref_mut().filter(|_| logged) {
+                    entry.seen = Some(Seen {
+                        lsn: page.lsn(),
                         next: opaque.next,
-                        start,
-                        searched: low,
-                        bound: high.unwrap_or(NULL_KEY),
+                        high,
                     });
                 }
+                (opaque.next, high)
+            }
+        };
+        match high {
+            Some(high) if high < value => low = high,
+            _ => {
+                let start = if high.is_none() { 1 } else { 2 };
+                return Some(Leaf {
+                    page,
+                    low,
+                    high,
+                    next,
+                    start,
+                    searched: low,
+                    bound: high.unwrap_or(NULL_KEY),
+                });
             }
         }
-        block = opaque.next;
+        block = next;
         *moves += 1;
+        listed = None;
         drop(page); // one page locked at a time, as a scan moving right
     }
 }
@@ -427,44 +502,53 @@ unsafe fn find_leaf(
 /// read from is known here, and pages are read without their lock, so what is read may be stale or
 /// torn: it only chooses addresses to prefetch inside those pages, and the probe itself reads the
 /// page under its lock.
-unsafe fn prefetch(leaves: &[(i64, u32, pg_sys::Buffer)], values: &[i32]) {
+unsafe fn prefetch(leaves: &[Listed], values: &[i32]) {
     const MAX: usize = 64;
-    // (page, value, the bounds of its list entry)
-    let mut pages = [(std::ptr::null::<u8>(), 0i64, 0i64, 0i64); MAX];
+    // (page, value, the bounds of its list entry, the right-link if known)
+    let mut pages = [(std::ptr::null::<u8>(), 0i64, 0i64, 0i64, None); MAX];
     let mut n = 0;
     for &value in values.iter().take(MAX) {
         let value = i64::from(value);
-        let at = leaves
-            .partition_point(|&(low, _, _)| low < value)
-            .saturating_sub(1);
-        let (low, _, recent) = leaves[at];
-        if recent <= 0 {
+        let at = leaves.partition_point(|l| l.low < value).saturating_sub(1);
+        let entry = &leaves[at];
+        if entry.recent <= 0 {
             continue;
         }
-        let page = pg_sys::BufferBlocks.add((recent as usize - 1) * BLOCK_SIZE) as *const u8;
-        prefetch_line(pg_sys::BufferDescriptors.add(recent as usize - 1) as *const u8);
+        let page = pg_sys::BufferBlocks.add((entry.recent as usize - 1) * BLOCK_SIZE) as *const u8;
+        prefetch_line(pg_sys::BufferDescriptors.add(entry.recent as usize - 1) as *const u8);
         prefetch_line(page);
-        prefetch_line(page.add(BLOCK_SIZE - 64));
-        pages[n] = (page, value, low, list_high(leaves, at));
+        if entry.seen.is_none() {
+            prefetch_line(page.add(BLOCK_SIZE - 64));
+        }
+        pages[n] = (
+            page,
+            value,
+            entry.low,
+            list_high(leaves, at),
+            entry.seen.map(|s| s.next),
+        );
         n += 1;
     }
-    // The page header and trailer say where the items are: the first round's pivots follow.
+    // The page header (and trailer) say where the items are: the first round's pivots follow.
     let line_pointer = |page: *const u8, offset: i64| -> usize {
         let at = PAGE_HEADER_SIZE + 4 * (offset.clamp(1, 2000) as usize - 1);
         let raw = std::ptr::read_volatile(page.add(at) as *const u32);
         (raw & 0x7fff) as usize % BLOCK_SIZE
     };
     let mut pivots = [[0i64; 3]; MAX];
-    for (&(page, value, low, high), pivots) in pages[..n].iter().zip(pivots.iter_mut()) {
+    for (&(page, value, low, high, next), pivots) in pages[..n].iter().zip(pivots.iter_mut()) {
         let lower = std::ptr::read_volatile(page.add(12) as *const u16) as usize;
-        let next = std::ptr::read_volatile(page.add(BLOCK_SIZE - 16 + 4) as *const u32);
+        let next =
+            next.unwrap_or_else(|| std::ptr::read_volatile(page.add(BLOCK_SIZE - 16 + 4) as *const u32));
         let first: i64 = if next == P_NONE { 1 } else { 2 };
         let last = (lower.saturating_sub(PAGE_HEADER_SIZE) / 4).min(2000) as i64;
         if last < first {
             continue;
         }
         *pivots = round_pivots(first - 1, last + 1, low, high, value);
-        prefetch_line(page.add(line_pointer(page, 1)));
+        if first == 2 {
+            prefetch_line(page.add(line_pointer(page, 1)));
+        }
         for &p in pivots.iter() {
             prefetch_line(page.add(PAGE_HEADER_SIZE + 4 * (p.clamp(1, 2000) as usize - 1)));
         }
@@ -484,7 +568,8 @@ unsafe fn prefetch(leaves: &[(i64, u32, pg_sys::Buffer)], values: &[i32]) {
 /// otherwise how many pages it moved right over to reach the values.
 unsafe fn read_equal(
     index: pg_sys::Relation,
-    leaves: &mut [(i64, u32, pg_sys::Buffer)],
+    leaves: &mut [Listed],
+    logged: bool,
     values: &[i32],
     limit: usize,
     out: &mut Vec<Entry>,
@@ -503,12 +588,18 @@ unsafe fn read_equal(
                 drop(held);
                 // The last leaf whose lowest key is below the value: entries equal to it cannot
                 // lie further left, since a page's lowest key is at most what the list says.
-                let at = leaves
-                    .partition_point(|&(low, _, _)| low < value)
-                    .saturating_sub(1);
-                let (low, block, ref mut recent) = leaves[at];
+                let at = leaves.partition_point(|l| l.low < value).saturating_sub(1);
+                let (low, block) = (leaves[at].low, leaves[at].block);
                 let mut moves = 0;
-                let mut leaf = find_leaf(index, block, recent, low, value, &mut moves)?;
+                let mut leaf = find_leaf(
+                    index,
+                    block,
+                    Some(&mut leaves[at]),
+                    logged,
+                    low,
+                    value,
+                    &mut moves,
+                )?;
                 all_moves += moves;
                 if moves == 0 {
                     leaf.bound = list_high(leaves, at);
@@ -552,7 +643,7 @@ unsafe fn read_equal(
             let next = leaf.next;
             drop(leaf);
             let mut moves = 0;
-            leaf = find_leaf(index, next, &mut 0, value - 1, value, &mut moves)?;
+            leaf = find_leaf(index, next, None, logged, value - 1, value, &mut moves)?;
         }
         current = Some(leaf);
     }
@@ -613,8 +704,17 @@ fn round_pivots(lo: i64, hi: i64, klo: i64, khi: i64, value: i64) -> [i64; 3] {
         return [1, 2, 3].map(|i| (lo + i).min(hi - 1));
     }
     if klo != MINUS_INFINITY && khi != NULL_KEY && khi > klo {
-        // Keys are band values (below 2^16) and widths item counts (below 2^11): no overflow.
-        let guess = (lo + (value - klo) * width / (khi - klo)).clamp(lo + 1, hi - 1);
+        // Band values are below 2^16 and widths (item counts) below 2^11: a 32-bit division,
+        // cheaper than a 64-bit one, when the bounds fit (they always do for band indexes).
+        let step = match (
+            u32::try_from(value - klo),
+            u32::try_from(width),
+            u32::try_from(khi - klo),
+        ) {
+            (Ok(a), Ok(w), Ok(d)) if a < 1 << 20 => i64::from(a * w / d),
+            _ => (value - klo) * width / (khi - klo),
+        };
+        let guess = (lo + step).clamp(lo + 1, hi - 1);
         // About half the square root of the width, without floating point.
         let spread = 1i64 << ((64 - width.leading_zeros()) / 2).saturating_sub(1);
         return [guess - spread, guess, guess + spread].map(|p| p.clamp(lo + 1, hi - 1));
@@ -623,8 +723,8 @@ fn round_pivots(lo: i64, hi: i64, klo: i64, khi: i64, value: i64) -> [i64; 3] {
 }
 
 /// The upper bound a list gives for the keys of its entry `at`: the next entry's lowest key.
-fn list_high(leaves: &[(i64, u32, pg_sys::Buffer)], at: usize) -> i64 {
-    leaves.get(at + 1).map_or(NULL_KEY, |&(low, _, _)| low)
+fn list_high(leaves: &[Listed], at: usize) -> i64 {
+    leaves.get(at + 1).map_or(NULL_KEY, |l| l.low)
 }
 
 /// Asks the CPU to bring in the cache line at `address` (a hint: no fault, no effect on results).
@@ -684,6 +784,13 @@ pub unsafe fn equal_entries(
         };
     }
     let usable = *list.usable.get_or_insert_with(|| layout_ok(index));
+    let logged = needs_wal(index);
+    if list.logged != logged {
+        // Pages changed without WAL (a relation created in this transaction at wal_level
+        // minimal) keep their LSN: what was seen of them then cannot be trusted.
+        list.logged = logged;
+        list.leaves.iter_mut().for_each(|l| l.seen = None);
+    }
     let mut served = false;
     if usable {
         if list.leaves.is_empty() && list.plain_probes < PROBES_BEFORE_MAP {
@@ -694,20 +801,29 @@ pub unsafe fn equal_entries(
                 let mut leaves = read_leaves(index).unwrap_or_default();
                 // Leaves already listed keep the buffer they were last read from (the list is read
                 // again as the index grows, and most of its leaves are the same).
-                let recent: HashMap<u32, pg_sys::Buffer> = list
+                let known: HashMap<u32, Listed> = list
                     .leaves
                     .iter()
-                    .filter(|&&(_, _, buffer)| buffer != 0)
-                    .map(|&(_, block, buffer)| (block, buffer))
+                    .filter(|l| l.recent != 0)
+                    .map(|l| (l.block, *l))
                     .collect();
-                for (_, block, buffer) in &mut leaves {
-                    *buffer = recent.get(block).copied().unwrap_or(0);
+                for leaf in &mut leaves {
+                    if let Some(old) = known.get(&leaf.block) {
+                        (leaf.recent, leaf.seen) = (old.recent, old.seen);
+                    }
                 }
                 list.leaves = leaves;
             }
             if !list.leaves.is_empty() {
                 let start = out.len();
-                match read_equal(index, &mut list.leaves, values, limit.saturating_add(start), out) {
+                match read_equal(
+                    index,
+                    &mut list.leaves,
+                    list.logged,
+                    values,
+                    limit.saturating_add(start),
+                    out,
+                ) {
                     Some(moves) => {
                         list.reread = moves >= MOVES_BEFORE_REREAD;
                         served = true;

@@ -43,9 +43,17 @@ impl BandIndexes {
     /// an index sends one), so that a trigger does not list and open every index of its table
     /// for each row.
     ///
+    /// `lockmode` is the lock taken on each index when it is known already: `AccessShareLock`, or
+    /// `NoLock` for the table a trigger fires on, whose indexes the executor has locked.
+    ///
     /// # Safety
     /// `heap` must be an open relation.
-    pub unsafe fn open(heap: pg_sys::Relation, att: &Attachment, fp_attnum: i16) -> BandIndexes {
+    pub unsafe fn open(
+        heap: pg_sys::Relation,
+        att: &Attachment,
+        fp_attnum: i16,
+        lockmode: pg_sys::LOCKMODE,
+    ) -> BandIndexes {
         let key: ChosenKey = ((*heap).rd_id, att.text_column.clone(), att.nbands, fp_attnum);
         let generation = crate::leafmap::relcache_generation();
         let cached = CHOSEN.with(|chosen| {
@@ -59,7 +67,7 @@ impl BandIndexes {
             return BandIndexes(chosen.map(|list| {
                 list.into_iter()
                     .map(|(oid, fp_attno)| BandIndex {
-                        index: pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE),
+                        index: pg_sys::index_open(oid, lockmode),
                         fp_attno,
                     })
                     .collect()
@@ -316,13 +324,20 @@ pub unsafe fn search(
     on_match: &mut dyn FnMut(u32, *mut pg_sys::TupleTableSlot),
 ) -> Counts {
     let mut counts = Counts::default();
-    let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
+    // Made on the first heap fetch: a lookup that finds nothing (most duplicate checks) needs none.
+    let mut made_slot: *mut pg_sys::TupleTableSlot = std::ptr::null_mut();
+    let mut slot = || {
+        if made_slot.is_null() {
+            made_slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
+        }
+        made_slot
+    };
     let excluded = |slot: *mut pg_sys::TupleTableSlot| {
         exclude.is_some_and(|mut tid| pg_sys::ItemPointerEquals(&mut tid, &mut (*slot).tts_tid))
     };
     match (&plan.probes, &indexes.0) {
         (Some(probes), Some(bands)) => {
-            let fetch = HeapFetch::begin(heap);
+            let mut fetch: Option<HeapFetch> = None;
             let mut entries = Vec::new();
             for probe in probes.iter().filter(|p| !p.values.is_empty()) {
                 let band = &bands[probe.band as usize];
@@ -340,6 +355,8 @@ pub unsafe fn search(
                             continue;
                         };
                         counts.heap_fetches += 1;
+                        let fetch = fetch.get_or_insert_with(|| HeapFetch::begin(heap));
+                        let slot = slot();
                         if fetch.fetch(tid, snapshot, slot) && !excluded(slot) {
                             on_match(d, slot);
                         }
@@ -371,17 +388,17 @@ pub unsafe fn search(
                                     continue;
                                 };
                                 counts.heap_fetches += 1;
-                                if !pg_sys::index_fetch_heap(scan, slot) {
+                                if !pg_sys::index_fetch_heap(scan, slot()) {
                                     continue;
                                 }
                                 d
                             }
                             None => {
                                 counts.heap_fetches += 1;
-                                if !pg_sys::index_fetch_heap(scan, slot) {
+                                if !pg_sys::index_fetch_heap(scan, slot()) {
                                     continue;
                                 }
-                                let Some(fp) = slot_fp(slot, fp_attnum) else {
+                                let Some(fp) = slot_fp(slot(), fp_attnum) else {
                                     continue;
                                 };
                                 let Some(d) = plan.accepts(probe.band, fp) else {
@@ -390,6 +407,7 @@ pub unsafe fn search(
                                 d
                             }
                         };
+                        let slot = slot();
                         if !excluded(slot) {
                             on_match(distance, slot);
                         }
@@ -415,6 +433,7 @@ pub unsafe fn search(
                 std::ptr::null_mut(),
                 flags,
             );
+            let slot = slot();
             while pg_sys::heap_getnextslot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot) {
                 pg_sys::check_for_interrupts!();
                 counts.candidates += 1;
@@ -429,7 +448,9 @@ pub unsafe fn search(
             pg_sys::heap_endscan(scan);
         }
     }
-    pg_sys::ExecDropSingleTupleTableSlot(slot);
+    if !made_slot.is_null() {
+        pg_sys::ExecDropSingleTupleTableSlot(made_slot);
+    }
     counts
 }
 
@@ -646,7 +667,7 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         let open = crate::partitions::OpenTable::open(heap, table);
         let rel = open.rel;
         let fp_attnum = fingerprint_attnum(rel, &att);
-        let indexes = BandIndexes::open(rel, &att, fp_attnum);
+        let indexes = BandIndexes::open(rel, &att, fp_attnum, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let plan = plan_for(rel, &indexes, query, k, att.nbands, snapshot);
         // A partition's rows, in the row type of the table asked about (its columns may be in
         // another order); NULL when they already are.
@@ -820,7 +841,12 @@ fn simhash_lookup_cost(
         for table in tables {
             let open = crate::partitions::OpenTable::open(heap, table);
             let fp_attnum = fingerprint_attnum(open.rel, &att);
-            let indexes = BandIndexes::open(open.rel, &att, fp_attnum);
+            let indexes = BandIndexes::open(
+                open.rel,
+                &att,
+                fp_attnum,
+                pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+            );
             let plan = plan_for(open.rel, &indexes, fingerprint as u64, k, att.nbands, snapshot);
             let c = search(
                 open.rel,

@@ -278,7 +278,14 @@ unsafe fn nearest_row(
         } else {
             crate::search::fingerprint_attnum(rel, att)
         };
-        let indexes = BandIndexes::open(rel, att, fp_attnum);
+        // The executor has locked the indexes of the table the row goes to; other partitions'
+        // indexes are locked here.
+        let lockmode = if table == relid {
+            pg_sys::NoLock
+        } else {
+            pg_sys::AccessShareLock
+        };
+        let indexes = BandIndexes::open(rel, att, fp_attnum, lockmode as pg_sys::LOCKMODE);
         let plan = plan_for(rel, &indexes, fp, att.max_distance, att.nbands, snapshot);
         search(
             rel,
