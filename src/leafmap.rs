@@ -747,6 +747,39 @@ pub fn relcache_generation() -> u64 {
     INVALIDATIONS.with(Cell::get)
 }
 
+/// Values derived from the catalogs (which indexes serve the bands, a trigger's parsed arguments,
+/// the partitions of a table), kept per key until this backend processes a relcache invalidation:
+/// DDL that could change them sends one. Declared in a `thread_local!`.
+pub struct CatalogCache<K, V>(RefCell<HashMap<K, (u64, V)>>);
+
+impl<K: std::hash::Hash + Eq, V: Clone> Default for CatalogCache<K, V> {
+    fn default() -> Self {
+        CatalogCache(RefCell::new(HashMap::new()))
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V: Clone> CatalogCache<K, V> {
+    /// The value for `key`, computed by `compute` (which may raise an error: nothing is borrowed
+    /// meanwhile) unless known from the current relcache generation.
+    pub fn get_or_compute(&self, key: K, compute: impl FnOnce() -> V) -> V {
+        let generation = relcache_generation();
+        let known = self
+            .0
+            .borrow()
+            .get(&key)
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, v)| v.clone());
+        known.unwrap_or_else(|| {
+            let value = compute();
+            // Not kept if an invalidation arrived while it was computed.
+            if relcache_generation() == generation {
+                self.0.borrow_mut().insert(key, (generation, value.clone()));
+            }
+            value
+        })
+    }
+}
+
 /// Appends to `out` the entries of `index` whose key is one of `values` (ascending, distinct; at
 /// most `limit` entries), and returns
 /// true; or returns false without touching `out` when the caller must use an index scan.

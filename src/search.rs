@@ -27,14 +27,12 @@ pub struct BandIndex {
 /// scans the table, which stays exact).
 pub struct BandIndexes(Option<Vec<BandIndex>>);
 
-/// Which index serves each band, per (table, text column, band count, fingerprint column), as
-/// found under a relcache generation (`leafmap::relcache_generation`).
+/// Which index serves each band, per (table, text column, band count, fingerprint column).
 type ChosenKey = (pg_sys::Oid, String, i32, i16);
-type Chosen = (u64, Option<Vec<(pg_sys::Oid, Option<usize>)>>);
+type Chosen = Option<Vec<(pg_sys::Oid, Option<usize>)>>;
 
 thread_local! {
-    static CHOSEN: std::cell::RefCell<std::collections::HashMap<ChosenKey, Chosen>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
+    static CHOSEN: crate::leafmap::CatalogCache<ChosenKey, Chosen> = crate::leafmap::CatalogCache::default();
 }
 
 impl BandIndexes {
@@ -55,33 +53,29 @@ impl BandIndexes {
         lockmode: pg_sys::LOCKMODE,
     ) -> BandIndexes {
         let key: ChosenKey = ((*heap).rd_id, att.text_column.clone(), att.nbands, fp_attnum);
-        let generation = crate::leafmap::relcache_generation();
-        let cached = CHOSEN.with(|chosen| {
-            chosen
-                .borrow()
-                .get(&key)
-                .filter(|(g, _)| *g == generation)
-                .map(|(_, c)| c.clone())
+        let mut found = None;
+        let chosen = CHOSEN.with(|chosen| {
+            chosen.get_or_compute(key, || {
+                let indexes = Self::find(heap, att, fp_attnum);
+                let oids = indexes
+                    .0
+                    .as_ref()
+                    .map(|bands| bands.iter().map(|b| ((*b.index).rd_id, b.fp_attno)).collect());
+                found = Some(indexes);
+                oids
+            })
         });
-        if let Some(chosen) = cached {
-            return BandIndexes(chosen.map(|list| {
+        // Found just now: already open; else open the remembered ones.
+        found.unwrap_or_else(|| {
+            BandIndexes(chosen.map(|list| {
                 list.into_iter()
                     .map(|(oid, fp_attno)| BandIndex {
                         index: pg_sys::index_open(oid, lockmode),
                         fp_attno,
                     })
                     .collect()
-            }));
-        }
-        let found = Self::find(heap, att, fp_attnum);
-        let chosen = found
-            .0
-            .as_ref()
-            .map(|bands| bands.iter().map(|b| ((*b.index).rd_id, b.fp_attno)).collect());
-        if crate::leafmap::relcache_generation() == generation {
-            CHOSEN.with(|c| c.borrow_mut().insert(key, (generation, chosen)));
-        }
-        found
+            }))
+        })
     }
 
     /// Finds and opens the band indexes of `att` among the indexes of `heap`.

@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 use simhash_core::{Chunking, Options};
 
 use crate::errors::{raise, EncodedError, OrRaise};
+use crate::leafmap::CatalogCache;
 use crate::search::{plan_for, search, BandIndexes};
 use crate::text::{server_to_utf8_lossy, utf8_to_server, Text};
 
@@ -250,23 +251,11 @@ unsafe fn nearest_row(
         vec![relid]
     } else {
         // The partitions change only with a relcache invalidation of the partitioned table.
-        let generation = crate::leafmap::relcache_generation();
-        let cached = LEAF_TABLES.with(|l| {
-            l.borrow()
-                .get(&attached_table)
-                .filter(|(g, _)| *g == generation)
-                .map(|(_, t)| t.clone())
-        });
-        cached.unwrap_or_else(|| {
-            let root = crate::partitions::OpenTable::open(heap, attached_table);
-            let tables = crate::partitions::leaf_tables(root.rel);
-            if crate::leafmap::relcache_generation() == generation {
-                LEAF_TABLES.with(|l| {
-                    l.borrow_mut()
-                        .insert(attached_table, (generation, tables.clone()))
-                });
-            }
-            tables
+        LEAF_TABLES.with(|l| {
+            l.get_or_compute(attached_table, || {
+                let root = crate::partitions::OpenTable::open(heap, attached_table);
+                crate::partitions::leaf_tables(root.rel)
+            })
         })
     };
     let mut best: Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> = None;
@@ -502,8 +491,8 @@ struct Setup {
 
 thread_local! {
     /// The leaf partitions of a partitioned table with an attachment, per relcache generation.
-    static LEAF_TABLES: RefCell<HashMap<pg_sys::Oid, (u64, Vec<pg_sys::Oid>)>> = RefCell::new(HashMap::new());
-    static SETUPS: RefCell<HashMap<(pg_sys::Oid, pg_sys::Oid), (u64, Setup)>> = RefCell::new(HashMap::new());
+    static LEAF_TABLES: CatalogCache<pg_sys::Oid, Vec<pg_sys::Oid>> = CatalogCache::default();
+    static SETUPS: CatalogCache<(pg_sys::Oid, pg_sys::Oid), Setup> = CatalogCache::default();
 }
 
 /// The trigger's [`Setup`] for the row in `td`, or the error of a trigger whose arguments or
@@ -511,47 +500,38 @@ thread_local! {
 unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
     let trigger = &*td.tg_trigger;
     let rel = td.tg_relation;
-    let key = (trigger.tgoid, (*rel).rd_id);
-    let generation = crate::leafmap::relcache_generation();
-    let cached = SETUPS.with(|s| {
-        s.borrow()
-            .get(&key)
-            .filter(|(g, _)| *g == generation)
-            .map(|(_, setup)| setup.clone())
-    });
-    if let Some(setup) = cached {
-        return setup;
-    }
-    let args: Vec<String> = (0..trigger.tgnargs as usize)
-        .map(|i| cstr_utf8(*trigger.tgargs.add(i)))
-        .collect();
-    let Some(att) = Attachment::from_args(&args) else {
-        trigger_error("simhash_trigger() has invalid arguments: attach the table with simhash_attach()");
-    };
-    let tupdesc = (*rel).rd_att;
-    let table = crate::search::relation_name(rel);
-    let text_att = attnum(tupdesc, &att.text_column, &table);
-    let fp_att = attnum(tupdesc, &att.fingerprint_column(), &table);
-    check_type(
-        tupdesc,
-        text_att,
-        &table,
-        &[pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID],
-        "text, varchar or char",
-    );
-    check_type(tupdesc, fp_att, &table, &[pg_sys::INT8OID], "bigint");
-    let flag_att = crate::search::attnum_of(tupdesc, &att.flag_column()).map(i32::from);
-    let setup = Setup {
-        attached_table: crate::partitions::attached_table(rel, trigger),
-        att,
-        text_att,
-        fp_att,
-        flag_att,
-    };
-    if crate::leafmap::relcache_generation() == generation {
-        SETUPS.with(|s| s.borrow_mut().insert(key, (generation, setup.clone())));
-    }
-    setup
+    SETUPS.with(|setups| {
+        setups.get_or_compute((trigger.tgoid, (*rel).rd_id), || {
+            let args: Vec<String> = (0..trigger.tgnargs as usize)
+                .map(|i| cstr_utf8(*trigger.tgargs.add(i)))
+                .collect();
+            let Some(att) = Attachment::from_args(&args) else {
+                trigger_error(
+                    "simhash_trigger() has invalid arguments: attach the table with simhash_attach()",
+                );
+            };
+            let tupdesc = (*rel).rd_att;
+            let table = crate::search::relation_name(rel);
+            let text_att = attnum(tupdesc, &att.text_column, &table);
+            let fp_att = attnum(tupdesc, &att.fingerprint_column(), &table);
+            check_type(
+                tupdesc,
+                text_att,
+                &table,
+                &[pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID],
+                "text, varchar or char",
+            );
+            check_type(tupdesc, fp_att, &table, &[pg_sys::INT8OID], "bigint");
+            let flag_att = crate::search::attnum_of(tupdesc, &att.flag_column()).map(i32::from);
+            Setup {
+                attached_table: crate::partitions::attached_table(rel, trigger),
+                att,
+                text_att,
+                fp_att,
+                flag_att,
+            }
+        })
+    })
 }
 
 #[no_mangle]
