@@ -448,6 +448,28 @@ pub unsafe fn search(
     counts
 }
 
+/// One table's lookup: opens the band indexes of `att` on `rel` (taking `lockmode` on each),
+/// plans the probes of `query` within `k` for them, and runs [`search`].
+///
+/// # Safety
+/// As [`search`].
+#[allow(clippy::too_many_arguments)] // a lookup's whole state, passed once per searched table
+pub unsafe fn search_table(
+    rel: pg_sys::Relation,
+    att: &Attachment,
+    fp_attnum: i16,
+    query: u64,
+    k: i32,
+    snapshot: pg_sys::Snapshot,
+    exclude: Option<pg_sys::ItemPointerData>,
+    lockmode: pg_sys::LOCKMODE,
+    on_match: &mut dyn FnMut(u32, *mut pg_sys::TupleTableSlot),
+) -> Counts {
+    let indexes = BandIndexes::open(rel, att, fp_attnum, lockmode);
+    let plan = plan_for(rel, &indexes, query, k, att.nbands, snapshot);
+    search(rel, fp_attnum, &indexes, &plan, snapshot, exclude, on_match)
+}
+
 /// The fingerprint stored in the index entry the scan is on.
 unsafe fn index_entry_fp(scan: pg_sys::IndexScanDesc, attno: usize) -> Option<u64> {
     let itup = (*scan).xs_itup;
@@ -661,8 +683,6 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         let open = crate::partitions::OpenTable::open(heap, table);
         let rel = open.rel;
         let fp_attnum = fingerprint_attnum(rel, &att);
-        let indexes = BandIndexes::open(rel, &att, fp_attnum, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let plan = plan_for(rel, &indexes, query, k, att.nbands, snapshot);
         // A partition's rows, in the row type of the table asked about (its columns may be in
         // another order); NULL when they already are.
         let map = if rel == heap {
@@ -670,13 +690,15 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         } else {
             pg_sys::convert_tuples_by_name((*rel).rd_att, tupdesc)
         };
-        search(
+        search_table(
             rel,
+            &att,
             fp_attnum,
-            &indexes,
-            &plan,
+            query,
+            k,
             snapshot,
             None,
+            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
             &mut |distance, slot| {
                 let mut should_free = false;
                 let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
@@ -835,20 +857,15 @@ fn simhash_lookup_cost(
         for table in tables {
             let open = crate::partitions::OpenTable::open(heap, table);
             let fp_attnum = fingerprint_attnum(open.rel, &att);
-            let indexes = BandIndexes::open(
+            let c = search_table(
                 open.rel,
                 &att,
                 fp_attnum,
-                pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-            );
-            let plan = plan_for(open.rel, &indexes, fingerprint as u64, k, att.nbands, snapshot);
-            let c = search(
-                open.rel,
-                fp_attnum,
-                &indexes,
-                &plan,
+                fingerprint as u64,
+                k,
                 snapshot,
                 None,
+                pg_sys::AccessShareLock as pg_sys::LOCKMODE,
                 &mut |_, _| matches += 1,
             );
             counts.probes += c.probes;

@@ -13,7 +13,7 @@ use simhash_core::{Chunking, Options};
 
 use crate::errors::{raise, EncodedError, OrRaise};
 use crate::leafmap::CatalogCache;
-use crate::search::{plan_for, search, BandIndexes};
+use crate::search::search_table;
 use crate::text::{server_to_utf8_lossy, utf8_to_server, Text};
 
 /// Fingerprints the trigger has computed in this backend: tests use it to show one per row write.
@@ -274,15 +274,15 @@ unsafe fn nearest_row(
         } else {
             pg_sys::AccessShareLock
         };
-        let indexes = BandIndexes::open(rel, att, fp_attnum, lockmode as pg_sys::LOCKMODE);
-        let plan = plan_for(rel, &indexes, fp, att.max_distance, att.nbands, snapshot);
-        search(
+        search_table(
             rel,
+            att,
             fp_attnum,
-            &indexes,
-            &plan,
+            fp,
+            att.max_distance,
             snapshot,
             (table == relid).then_some(self_tid),
+            lockmode as pg_sys::LOCKMODE,
             &mut |d, slot| {
                 if best.is_none_or(|(bd, _, _)| d < bd) {
                     best = Some((d, table, (*slot).tts_tid));
