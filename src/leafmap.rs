@@ -799,7 +799,7 @@ pub unsafe fn equal_entries(
     {
         return false;
     }
-    relcache_generation();
+    relcache_generation(); // registers the invalidation callback that drops lists
     let relid = (*index).rd_id;
     let relfilenode = (*index).rd_node.relNode;
     let xmin = (*pg_sys::MyProc).xmin;

@@ -1,9 +1,11 @@
 //! Finding the rows of an attached table within distance k of a fingerprint, through its band
 //! indexes (issue 14). The probe plan (`simhash_core::probe`) says which values of which band to
-//! look up; each band index is scanned once per value with an equality scan key, the fingerprint
-//! is read from the index entry (the band indexes `INCLUDE` it), and only entries within k that are
-//! reached through their first band within radius go on to the heap, where the snapshot decides
-//! visibility. So a candidate that fails the check costs no heap visit, and no SQL is planned.
+//! look up; each band index is read for those values through the backend's list of its leaf pages
+//! (`crate::leafmap`), or with an index scan per value (an equality scan key) where that list
+//! cannot serve. The fingerprint is read from the index entry (the band indexes `INCLUDE` it), and
+//! only entries within k that are reached through their first band within radius go on to the
+//! heap, where the snapshot decides visibility. So a candidate that fails the check costs no heap
+//! visit, and no SQL is planned.
 //!
 //! Used by `simhash_near_duplicates()` and by the duplicate trigger; `simhash_near_duplicates_sql()`
 //! writes the same plan as SQL, for EXPLAIN.
@@ -21,6 +23,14 @@ pub struct BandIndex {
     index: pg_sys::Relation,
     /// Position of the fingerprint in the index entries (1-based), when the index holds it.
     fp_attno: Option<usize>,
+}
+
+impl BandIndex {
+    /// Whether the leaf lists of `crate::leafmap` can read it: the fingerprint is the included
+    /// column right after the band (`leafmap` checks the rest of the layout itself).
+    fn leaf_readable(&self) -> bool {
+        self.fp_attno == Some(2)
+    }
 }
 
 /// A band index per band, in band order; None when some band has no usable index (then the lookup
@@ -239,7 +249,7 @@ unsafe fn count_entries(
     cap: u64,
     snapshot: pg_sys::Snapshot,
 ) -> u64 {
-    if band.fp_attno == Some(2) {
+    if band.leaf_readable() {
         let mut entries = Vec::new();
         if crate::leafmap::equal_entries(band.index, &[value], cap as usize, &mut entries) {
             return entries.len() as u64;
@@ -338,7 +348,7 @@ pub unsafe fn search(
                 let mut scan: Option<pg_sys::IndexScanDesc> = None;
                 entries.clear();
                 // The probe values are ascending and distinct (`neighbours`).
-                if band.fp_attno == Some(2)
+                if band.leaf_readable()
                     && crate::leafmap::equal_entries(band.index, &probe.values, usize::MAX, &mut entries)
                 {
                     counts.probes += probe.values.len() as u64;

@@ -260,16 +260,17 @@ unsafe fn nearest_row(
     };
     let mut best: Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> = None;
     for table in tables {
+        let own = table == relid;
         let open = crate::partitions::OpenTable::open(heap, table);
         let rel = open.rel;
-        let fp_attnum = if table == relid {
+        let fp_attnum = if own {
             fp_attnum
         } else {
             crate::search::fingerprint_attnum(rel, att)
         };
         // The executor has locked the indexes of the table the row goes to; other partitions'
         // indexes are locked here.
-        let lockmode = if table == relid {
+        let lockmode = if own {
             pg_sys::NoLock
         } else {
             pg_sys::AccessShareLock
@@ -281,7 +282,7 @@ unsafe fn nearest_row(
             fp,
             att.max_distance,
             snapshot,
-            (table == relid).then_some(self_tid),
+            own.then_some(self_tid),
             lockmode as pg_sys::LOCKMODE,
             &mut |d, slot| {
                 if best.is_none_or(|(bd, _, _)| d < bd) {
