@@ -46,7 +46,8 @@ impl Mode {
 
 /// One attached text column: the trigger's arguments, in the order `simhash_attach()` writes them:
 /// text column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, and since 0.3.0
-/// fold (a trigger made before has 8 arguments and means fold 'auto').
+/// fold (a trigger made before has 8 arguments and means fold 'auto') and, for a scoped attachment
+/// only, the scope column.
 #[derive(Debug, Clone)]
 pub struct Attachment {
     pub text_column: String,
@@ -54,14 +55,17 @@ pub struct Attachment {
     pub max_distance: i32,
     pub mode: Mode,
     pub options: Options,
+    /// Duplicates are looked for only among rows with the same value of this column.
+    pub scope_column: Option<String>,
 }
 
 impl Attachment {
     pub fn from_args(args: &[String]) -> Option<Attachment> {
-        let (text_column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, fold) =
+        let (text_column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, fold, scope) =
             match args {
-                [c, n, k, m, t, s, w, st] => (c, n, k, m, t, s, w, st, "auto"),
-                [c, n, k, m, t, s, w, st, f] => (c, n, k, m, t, s, w, st, f.as_str()),
+                [c, n, k, m, t, s, w, st] => (c, n, k, m, t, s, w, st, "auto", None),
+                [c, n, k, m, t, s, w, st, f] => (c, n, k, m, t, s, w, st, f.as_str(), None),
+                [c, n, k, m, t, s, w, st, f, sc] => (c, n, k, m, t, s, w, st, f.as_str(), Some(sc)),
                 _ => return None,
             };
         let options = Options::parse_with_fold(
@@ -78,6 +82,7 @@ impl Attachment {
             max_distance: max_distance.parse().ok().filter(|k| (0..=63).contains(k))?,
             mode: Mode::parse(mode)?,
             options,
+            scope_column: scope.cloned(),
         })
     }
 
@@ -142,14 +147,9 @@ unsafe fn prepare_lookup(relid: pg_sys::Oid, ext_schema: &str) -> Lookup {
         ),
         relid,
     );
-    // Always schema-qualified: the cached plan must not depend on the caller's search_path.
-    let qualified = query_utf8(
-        "SELECT pg_catalog.convert_to(quote_ident(n.nspname) || '.' || quote_ident(c.relname), 'UTF8') \
-         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-         WHERE c.oid = $1",
-        relid,
-    )
-    .unwrap_or_default();
+    // Always schema-qualified: the cached plan must not depend on the caller's search_path. Read
+    // from the syscache: Citus hides its shards from queries on pg_class in some sessions.
+    let qualified = crate::search::qualified_name_of(relid);
     let (key_columns, key_text, flag_expr) = match &pk {
         Some(cols) => {
             let texts: Vec<String> = cols.split(", ").map(|c| format!("t.{c}::text")).collect();
@@ -203,7 +203,7 @@ unsafe fn cstr_utf8(ptr: *const std::ffi::c_char) -> String {
 
 /// Runs a one-row query about `relid` whose single column is a `bytea` of UTF-8
 /// (`convert_to(..., 'UTF8')`): pgrx reads `text` only in a UTF-8 database.
-unsafe fn query_utf8(sql: &str, relid: pg_sys::Oid) -> Option<String> {
+pub(crate) unsafe fn query_utf8(sql: &str, relid: pg_sys::Oid) -> Option<String> {
     let csql = server_cstring(sql);
     let mut types = [pg_sys::OIDOID];
     let mut values = [pg_sys::Datum::from(relid)];
@@ -234,9 +234,38 @@ unsafe fn query_utf8(sql: &str, relid: pg_sys::Oid) -> Option<String> {
     Some(String::from_utf8_lossy(data).into_owned())
 }
 
+/// The value of the scope column that a written row's duplicates must share, and how to compare.
+struct ScopeFilter<'a> {
+    column: &'a str,
+    value: pg_sys::Datum,
+    equal: *mut pg_sys::FmgrInfo,
+    collation: pg_sys::Oid,
+}
+
+impl ScopeFilter<'_> {
+    /// Whether the row in `slot` (of a table whose scope column is `attnum`) has the same value.
+    unsafe fn matches(&self, slot: *mut pg_sys::TupleTableSlot, attnum: i16) -> bool {
+        let mut should_free = false;
+        let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+        let value = pgrx::heap_getattr_raw(
+            tuple,
+            std::num::NonZeroUsize::new(attnum as usize).expect("a user column"),
+            (*slot).tts_tupleDescriptor,
+        );
+        let same = value.is_some_and(|v| {
+            pg_sys::FunctionCall2Coll(self.equal, self.collation, self.value, v).value() != 0
+        });
+        if should_free {
+            pg_sys::heap_freetuple(tuple);
+        }
+        same
+    }
+}
+
 /// The nearest row within `att.max_distance` of `fp` in the tables of `attached_table` (the firing
 /// table, or every leaf partition of the attached partitioned table), as (distance, table, ctid),
-/// leaving out the row at `self_tid` of `heap`.
+/// leaving out the row at `self_tid` of `heap`, and with a scope only among rows of its value.
+#[allow(clippy::too_many_arguments)] // the trigger's state, passed down once per checked write
 unsafe fn nearest_row(
     heap: pg_sys::Relation,
     attached_table: pg_sys::Oid,
@@ -245,6 +274,7 @@ unsafe fn nearest_row(
     fp_attnum: i16,
     self_tid: pg_sys::ItemPointerData,
     snapshot: pg_sys::Snapshot,
+    scope: Option<&ScopeFilter>,
 ) -> Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> {
     let relid = (*heap).rd_id;
     let tables = if attached_table == relid {
@@ -268,6 +298,15 @@ unsafe fn nearest_row(
         } else {
             crate::search::fingerprint_attnum(rel, att)
         };
+        let scope_attnum = scope.map(|s| {
+            crate::search::attnum_of((*rel).rd_att, s.column).unwrap_or_else(|| {
+                attnum(
+                    (*rel).rd_att,
+                    s.column,
+                    &crate::search::relation_name(rel),
+                ) as i16
+            })
+        });
         // The executor has locked the indexes of the table the row goes to; other partitions'
         // indexes are locked here.
         let lockmode = if own {
@@ -285,7 +324,11 @@ unsafe fn nearest_row(
             own.then_some(self_tid),
             lockmode as pg_sys::LOCKMODE,
             &mut |d, slot| {
-                if best.is_none_or(|(bd, _, _)| d < bd) {
+                let in_scope = match (scope, scope_attnum) {
+                    (Some(scope), Some(attnum)) => scope.matches(slot, attnum),
+                    _ => true,
+                };
+                if in_scope && best.is_none_or(|(bd, _, _)| d < bd) {
                     best = Some((d, table, (*slot).tts_tid));
                 }
             },
@@ -306,6 +349,7 @@ unsafe fn find_nearest(
     flag_attr: Option<&pg_sys::FormData_pg_attribute>,
     fp_attnum: i32,
     attached_table: pg_sys::Oid,
+    scope: Option<&ScopeFilter>,
 ) -> (String, Option<Nearest>) {
     let heap = td.tg_relation;
     // A new command id first, as a read-write SPI query would: rows written earlier in this
@@ -321,6 +365,7 @@ unsafe fn find_nearest(
         fp_attnum as i16,
         self_tid,
         snapshot,
+        scope,
     ) else {
         pg_sys::UnregisterSnapshot(snapshot);
         return (String::new(), None);
@@ -488,6 +533,10 @@ struct Setup {
     flag_att: Option<i32>,
     /// The table the trigger was attached to: this one, or the partitioned table it is a partition of.
     attached_table: pg_sys::Oid,
+    /// The scope column, its type's equality function and collation.
+    scope: Option<(i32, *mut pg_sys::FmgrInfo, pg_sys::Oid)>,
+    /// Where this table is a shard of a Citus table, that table's distribution.
+    shard: Option<crate::citus::Distribution>,
 }
 
 thread_local! {
@@ -524,7 +573,26 @@ unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
             );
             check_type(tupdesc, fp_att, &table, &[pg_sys::INT8OID], "bigint");
             let flag_att = crate::search::attnum_of(tupdesc, &att.flag_column()).map(i32::from);
+            let scope = att.scope_column.as_deref().map(|column| {
+                let n = attnum(tupdesc, column, &table);
+                let attr = attribute(tupdesc, n);
+                // Kept for the backend's life: the type cache is never freed.
+                let typcache = pg_sys::lookup_type_cache(attr.atttypid, pg_sys::TYPECACHE_EQ_OPR_FINFO as i32);
+                if (*typcache).eq_opr_finfo.fn_oid == pg_sys::InvalidOid {
+                    raise(EncodedError {
+                        code: PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION,
+                        message: format!(
+                            "simhash_trigger: column \"{column}\" of table \"{table}\" has no equality operator"
+                        ),
+                        detail: None,
+                        hint: Some("Attach the table again with another scope column.".into()),
+                    });
+                }
+                (n, &mut (*typcache).eq_opr_finfo as *mut pg_sys::FmgrInfo, attr.attcollation)
+            });
             Setup {
+                shard: crate::citus::shard_distribution((*rel).rd_id),
+                scope,
                 attached_table: crate::partitions::attached_table(rel, trigger),
                 att,
                 text_att,
@@ -618,7 +686,21 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 )
             })
         });
+        if let Some(shard) = &setup.shard {
+            check_shard_scope(att, shard, td.tg_relation);
+        }
+        let scope = setup.scope.map(|(n, equal, collation)| {
+            getattr(tuple, n, tupdesc).map(|value| ScopeFilter {
+                column: att.scope_column.as_deref().unwrap_or_default(),
+                value,
+                equal,
+                collation,
+            })
+        });
+        // A row whose scope value is NULL is in no scope: nobody's duplicate (as NULLs in a unique key).
+        let unscoped = matches!(scope, Some(None));
         let nearest = match fp {
+            Some(_) if unscoped => None,
             Some(fp) => {
                 // The locks key on the attached table: writers to different partitions meet.
                 let attached_table = setup.attached_table;
@@ -628,8 +710,17 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                     None => pg_sys::ItemPointerData::default(),
                 };
                 let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
-                let (key_columns, nearest) =
-                    find_nearest(td, fcinfo, att, fp, self_tid, flag_attr, fp_att, attached_table);
+                let (key_columns, nearest) = find_nearest(
+                    td,
+                    fcinfo,
+                    att,
+                    fp,
+                    self_tid,
+                    flag_attr,
+                    fp_att,
+                    attached_table,
+                    scope.flatten().as_ref(),
+                );
                 nearest.map(|n| (key_columns, n))
             }
             None => None,
@@ -673,6 +764,47 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         nulls.as_mut_ptr(),
     );
     pg_sys::Datum::from(modified)
+}
+
+/// On a shard of a Citus table, the trigger sees that shard's rows only: it checks a write only
+/// where that is exact, among rows with the write's value of the distribution column, and refuses
+/// otherwise (a check of one shard would let near-duplicates on other shards through unseen).
+unsafe fn check_shard_scope(att: &Attachment, shard: &crate::citus::Distribution, rel: pg_sys::Relation) {
+    if shard.hash_distributed() && shard.column.is_some() && att.scope_column == shard.column {
+        return;
+    }
+    let column = shard.column.as_deref().unwrap_or("");
+    raise(EncodedError {
+        code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+        message: format!(
+            "simhash_trigger: near-duplicate checks on shard \"{}\" of a Citus table would miss the rows of other shards",
+            crate::search::relation_name(rel)
+        ),
+        detail: Some(if shard.hash_distributed() {
+            format!(
+                "on_duplicate => '{}' is scoped to {}, but the table is distributed by column \"{column}\".",
+                match att.mode {
+                    Mode::Error => "error",
+                    Mode::Skip => "skip",
+                    Mode::Flag => "flag",
+                    Mode::None => "none",
+                },
+                att.scope_column
+                    .as_deref()
+                    .map_or("the whole table".to_string(), |c| format!("column \"{c}\""))
+            )
+        } else {
+            "The table is a Citus reference or local table.".to_string()
+        }),
+        hint: Some(if shard.hash_distributed() {
+            format!(
+                "On the coordinator: SELECT simhash_detach(table); then simhash_attach(table, ..., scope => '{column}') \
+                 to reject near-duplicates among rows with the same {column}, or on_duplicate => 'none'."
+            )
+        } else {
+            "Detach it: simhash_attach() supports hash-distributed tables.".to_string()
+        }),
+    });
 }
 
 /// Compares two bigint datums (the fingerprint column of the old and new row).
