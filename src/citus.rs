@@ -15,6 +15,8 @@ pub struct Distribution {
     pub method: u8,
     /// The distribution column, for a distributed table.
     pub column: Option<String>,
+    /// The distributed table's name (a shard's own name ends with its shard id).
+    pub table: String,
 }
 
 impl Distribution {
@@ -28,16 +30,23 @@ pub fn citus_installed() -> bool {
     unsafe { pg_sys::get_extension_oid(c"citus".as_ptr(), true) != pg_sys::InvalidOid }
 }
 
-/// `method:column` read by `sql` (one OID parameter) as a [`Distribution`].
+/// `method`, `column` and `table` read by `sql` (one OID parameter) as a [`Distribution`].
 unsafe fn read_distribution(sql: &str, relid: pg_sys::Oid) -> Option<Distribution> {
     pg_sys::SPI_connect();
     let found = crate::trigger::query_utf8(sql, relid);
     pg_sys::SPI_finish();
     let found = found?;
-    let (method, column) = found.split_once(':').unwrap_or((&found, ""));
+    // Separated by chr(1), which no sensible name holds.
+    let mut parts = found.splitn(3, '\u{1}');
+    let (method, column, table) = (
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+    );
     Some(Distribution {
         method: method.bytes().next().unwrap_or(b'?'),
         column: (!column.is_empty()).then(|| column.to_string()),
+        table: table.to_string(),
     })
 }
 
@@ -51,8 +60,8 @@ pub unsafe fn distribution(relid: pg_sys::Oid) -> Option<Distribution> {
         return None;
     }
     read_distribution(
-        "SELECT pg_catalog.convert_to(p.partmethod::text || ':' || coalesce(\
-           pg_catalog.column_to_column_name(p.logicalrelid, p.partkey), ''), 'UTF8') \
+        "SELECT pg_catalog.convert_to(p.partmethod::text || chr(1) || coalesce(\
+           pg_catalog.column_to_column_name(p.logicalrelid, p.partkey), '') || chr(1) || p.logicalrelid::text, 'UTF8') \
          FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1",
         relid,
     )
@@ -85,8 +94,8 @@ pub unsafe fn shard_distribution(relid: pg_sys::Oid) -> Option<Distribution> {
     // relation_is_a_known_shard() checks the name against the shard's table and schema.
     read_distribution(
         &format!(
-            "SELECT pg_catalog.convert_to(p.partmethod::text || ':' || coalesce(\
-               pg_catalog.column_to_column_name(p.logicalrelid, p.partkey), ''), 'UTF8') \
+            "SELECT pg_catalog.convert_to(p.partmethod::text || chr(1) || coalesce(\
+               pg_catalog.column_to_column_name(p.logicalrelid, p.partkey), '') || chr(1) || p.logicalrelid::text, 'UTF8') \
              FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_partition p ON p.logicalrelid = s.logicalrelid \
              WHERE s.shardid = {shard_id} AND pg_catalog.relation_is_a_known_shard($1)"
         ),

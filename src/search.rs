@@ -926,18 +926,15 @@ fn simhash_lookup_cost(
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let att = attachment_of(heap, text_column, own_namespace(fcinfo));
         if crate::citus::distribution(table_name.0).is_some() {
-            raise(EncodedError {
-                code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-                message: format!(
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                format!(
                     "simhash_lookup_cost: \"{}\" is a Citus table, whose rows are on its shards",
                     relation_name(heap)
                 ),
-                detail: None,
-                hint: Some(
-                    "Run EXPLAIN ANALYZE on the query of simhash_near_duplicates_sql() to see the cost on each shard."
-                        .into(),
-                ),
-            });
+                "Run EXPLAIN ANALYZE on the query of simhash_near_duplicates_sql() to see the cost on each shard."
+            );
         }
 
         let snapshot = pg_sys::GetActiveSnapshot();

@@ -206,7 +206,6 @@ BEGIN
       RAISE EXCEPTION 'simhash_attach: column "%" has type %, which has no equality operator', scope, scope_type
         USING ERRCODE = '42883', HINT = 'Scope duplicate checks by a column of a type with a default equality.';
     END;
-    END IF;
   END IF;
   IF dist_method = 'h' AND scope IS DISTINCT FROM dist_column AND (scope IS NOT NULL OR on_duplicate <> 'none') THEN
     RAISE EXCEPTION 'simhash_attach: on distributed table "%", near-duplicates can be rejected only among rows with the same "%"',
@@ -388,9 +387,9 @@ BEGIN
     -- A Citus table: one query on the table that Citus runs on every shard as it is, where the
     -- probes of all bands are one OR of band conditions (a BitmapOr of the band indexes). Every row
     -- within k has a band within its radius, so the OR misses none, and each row comes once.
-    SELECT string_agg(format('t.%I = ANY (%L::int[])', att.band_columns[p.band + 1], p.probe_values), ' OR '
-                      ORDER BY p.band)
-    INTO rel FROM @extschema@.simhash_probes(fingerprint, k, nbands) p;
+    SELECT string_agg(format('t.%I = ANY (%L::int[])', att.band_columns[b.band + 1], b.probe_values), ' OR '
+                      ORDER BY b.band)
+    INTO rel FROM @extschema@.simhash_probes(fingerprint, k, nbands) b;
     RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM %3$s t '
                   'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s%5$s%6$s ORDER BY distance',
                   att.fingerprint_column, fingerprint, att.table_name, k,

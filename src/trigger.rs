@@ -732,7 +732,11 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                     message: format!(
                         "near-duplicate text in column \"{}\" of relation \"{}\"",
                         att.text_column,
-                        crate::search::relation_name(td.tg_relation)
+                        // A shard's error names its distributed table (as regclass text, unquoted).
+                        match &setup.shard {
+                            Some(shard) => shard.table.trim_matches('"').to_string(),
+                            None => crate::search::relation_name(td.tg_relation),
+                        }
                     ),
                     detail: Some(format!(
                         "Key ({key_columns})=({}) is at Hamming distance {} (max_distance {}).",
@@ -777,8 +781,9 @@ unsafe fn check_shard_scope(att: &Attachment, shard: &crate::citus::Distribution
     raise(EncodedError {
         code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
         message: format!(
-            "simhash_trigger: near-duplicate checks on shard \"{}\" of a Citus table would miss the rows of other shards",
-            crate::search::relation_name(rel)
+            "simhash_trigger: near-duplicate checks on shard \"{}\" of Citus table {} would miss the rows of other shards",
+            crate::search::relation_name(rel),
+            shard.table
         ),
         detail: Some(if shard.hash_distributed() {
             format!(
