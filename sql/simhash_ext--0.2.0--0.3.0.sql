@@ -18,6 +18,12 @@
 --     and makes the derived columns and the trigger follow a renamed text column
 --     (simhash_rename_column());
 --   * new simhash_explain(a, b, <options>): the distance of two texts with the features and bits behind it.
+--   * Citus (issue 12): simhash_attach() takes scope (duplicates are checked among rows with the same
+--     value of that column; recorded as the trigger's tenth argument and in simhash_attachment's new
+--     scope_column) and attaches hash-distributed tables (new internal simhash_distribution());
+--     simhash_fill() fills a distributed table with one UPDATE; simhash_detach() and
+--     simhash_rename_column() know distributed tables; simhash_near_duplicates_sql() writes one
+--     query that Citus runs on every shard.
 -- Stored fingerprints, band columns, indexes and triggers are unchanged.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.3.0'" to load this file. \quit
 
@@ -78,6 +84,7 @@ LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_explain_wrapper';
 
 ALTER TYPE simhash_attachment ADD ATTRIBUTE fold text;
+ALTER TYPE simhash_attachment ADD ATTRIBUTE scope_column name;
 
 CREATE FUNCTION simhash_trigger_attachment(t pg_catalog.pg_trigger)
 RETURNS simhash_attachment
@@ -89,7 +96,9 @@ AS $$
          a[3]::int, a[4], CASE WHEN a[4] = 'flag' THEN (a[1] || '_duplicate_of')::name END,
          a[5], a[6]::int, a[7], a[8]::boolean, t.tgname,
          -- Triggers made before 0.3.0 have no fold argument: 'auto', which folds none of their weightings.
-         coalesce(a[9], 'auto')
+         coalesce(a[9], 'auto'),
+         -- Only a scoped attachment has a tenth argument: the column whose value scopes duplicate checks.
+         a[10]::name
   FROM (SELECT @extschema@.simhash_trigger_args(t.tgargs) AS a) x
 $$;
 COMMENT ON FUNCTION simhash_trigger_attachment(pg_trigger) IS 'Internal: the attachment a simhash_trigger() trigger records';
@@ -134,6 +143,24 @@ STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_lookup_cost_wrapper';
 
+CREATE FUNCTION simhash_distribution(table_name regclass, OUT method "char", OUT distribution_column name)
+LANGUAGE plpgsql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  -- Citus's catalog exists only where Citus is installed, and the extension does not depend on
+  -- Citus: read it through EXECUTE, and only then.
+  IF EXISTS (SELECT FROM pg_extension e WHERE e.extname = 'citus') THEN
+    EXECUTE 'SELECT p.partmethod, CASE WHEN p.partkey IS NOT NULL '
+            '  THEN pg_catalog.column_to_column_name(p.logicalrelid, p.partkey)::name END '
+            'FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1'
+      INTO method, distribution_column USING table_name;
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_distribution(regclass) IS
+  'The Citus distribution method (''h'': hash-distributed) and column of a table; NULL for a table Citus does not manage';
+
 CREATE FUNCTION simhash_fill(table_name regclass, text_column name, fingerprint_column name, tokenizer text,
                              shingle int, weighting text, stopwords boolean, fold text)
 RETURNS void
@@ -147,6 +174,12 @@ AS $$
 DECLARE
   leaf regclass;
 BEGIN
+  IF (SELECT d.method FROM @extschema@.simhash_distribution(table_name) d) IS NOT NULL THEN
+    -- A Citus table: one UPDATE that Citus runs on every shard (the fingerprint is computed there).
+    EXECUTE format('UPDATE %s t SET %I = @extschema@.simhash(t.%I, %L, %s, %L, %L, %L)',
+                   table_name, fingerprint_column, text_column, tokenizer, shingle, weighting, stopwords, fold);
+    RETURN;
+  END IF;
   -- Every table that holds rows: the table itself, or the leaf partitions of a partitioned one.
   FOR leaf IN SELECT c.oid FROM pg_class c WHERE c.oid = table_name AND c.relkind = 'r'
               UNION ALL
@@ -169,13 +202,17 @@ COMMENT ON FUNCTION simhash_fill(regclass, name, name, text, int, text, boolean,
 CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 7,
                                on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'bigram',
                                shingle int DEFAULT 1, weighting text DEFAULT 'logtf',
-                               stopwords boolean DEFAULT true, fold text DEFAULT 'auto')
+                               stopwords boolean DEFAULT true, fold text DEFAULT 'auto', scope name DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   nbands int;
+  dist_method "char";
+  dist_column name;
+  unsafe_triggers text;
+  scope_type regtype;
   fp name := text_column || '_simhash';
   kind "char";
   is_partition boolean;
@@ -218,6 +255,40 @@ BEGIN
                             WHERE c.relkind = 'f') THEN
     RAISE EXCEPTION 'simhash_attach: partitioned table "%" has a foreign table as a partition', table_name
       USING ERRCODE = '42809', HINT = 'Band indexes cannot be built on a foreign table.';
+  END IF;
+  SELECT d.method, d.distribution_column INTO dist_method, dist_column
+  FROM @extschema@.simhash_distribution(table_name) d;
+  IF dist_method IS NOT NULL AND dist_method <> 'h' THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is a Citus reference table or Citus local table', table_name
+      USING ERRCODE = '0A000', HINT = 'Attach an ordinary table or a hash-distributed one (create_distributed_table).';
+  END IF;
+  IF dist_method IS NOT NULL AND kind = 'p' THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is a distributed partitioned table', table_name
+      USING ERRCODE = '0A000', HINT = 'Attach a distributed table that is not partitioned, or a partitioned table that is not distributed.';
+  END IF;
+  IF scope IS NOT NULL THEN
+    SELECT a.atttypid::regtype INTO scope_type FROM pg_attribute a
+    WHERE a.attrelid = table_name AND a.attname = scope AND a.attnum > 0 AND NOT a.attisdropped;
+    IF scope_type IS NULL THEN
+      RAISE EXCEPTION 'column "%" of relation "%" does not exist', scope, table_name USING ERRCODE = '42703';
+    END IF;
+    -- Rows are in one scope when their values are equal by the type's default equality.
+    BEGIN
+      EXECUTE format('SELECT NULL::%s = NULL::%s', scope_type, scope_type);
+    EXCEPTION WHEN undefined_function THEN
+      RAISE EXCEPTION 'simhash_attach: column "%" has type %, which has no equality operator', scope, scope_type
+        USING ERRCODE = '42883', HINT = 'Scope duplicate checks by a column of a type with a default equality.';
+    END;
+  END IF;
+  IF dist_method = 'h' AND scope IS DISTINCT FROM dist_column AND (scope IS NOT NULL OR on_duplicate <> 'none') THEN
+    RAISE EXCEPTION 'simhash_attach: on distributed table "%", near-duplicates can be rejected only among rows with the same "%"',
+      table_name, dist_column
+      USING ERRCODE = '0A000',
+            DETAIL = format('The trigger runs on each shard and sees that shard''s rows only; the rows with one value of '
+                            'the distribution column %I are on one shard, other rows are not.', dist_column),
+            HINT = format('Attach with scope => %L (near-duplicates per %s), or with on_duplicate => ''none'' and find '
+                          'near-duplicates across the table with simhash_near_duplicates() and simhash_pairs().',
+                          dist_column, dist_column);
   END IF;
   SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END::regtype INTO column_type
   FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
@@ -283,13 +354,23 @@ BEGIN
     -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
     EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, text_column || '_band' || i, fp);
   END LOOP;
+  IF dist_method IS NOT NULL THEN
+    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
+    -- this trigger reads nothing but its own shard.
+    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
   EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
-                 'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                 'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L%s)',
                  'simhash_' || text_column, table_name, text_column, nbands, max_distance, on_duplicate,
-                 tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold);
+                 tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold,
+                 CASE WHEN scope IS NOT NULL THEN format(', %L', scope) ELSE '' END);
+  IF dist_method IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+  END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text) IS
+COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name) IS
   'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table (and its partitions)';
 
 -- simhash_near_duplicates_sql() gains filter (issue 11).
@@ -339,6 +420,9 @@ BEGIN
       USING ERRCODE = '42809', HINT = format('Detach %s: that removes everything from its partitions too.',
                                              pg_partition_root(table_name));
   END IF;
+  IF (SELECT d.method FROM @extschema@.simhash_distribution(att.table_name) d) IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
   -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
   EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
   EXECUTE format('ALTER TABLE %s %s, DROP COLUMN %I%s', att.table_name,
@@ -373,6 +457,18 @@ BEGIN
   END IF;
   IF fingerprint IS NULL THEN
     RETURN NULL;
+  END IF;
+  IF (SELECT d.method FROM @extschema@.simhash_distribution(att.table_name) d) IS NOT NULL THEN
+    -- A Citus table: one query on the table that Citus runs on every shard as it is, where the
+    -- probes of all bands are one OR of band conditions (a BitmapOr of the band indexes). Every row
+    -- within k has a band within its radius, so the OR misses none, and each row comes once.
+    SELECT string_agg(format('t.%I = ANY (%L::int[])', att.band_columns[b.band + 1], b.probe_values), ' OR '
+                      ORDER BY b.band)
+    INTO rel FROM @extschema@.simhash_probes(fingerprint, k, nbands) b;
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s%5$s%6$s ORDER BY distance',
+                  att.fingerprint_column, fingerprint, att.table_name, k,
+                  CASE WHEN rel IS NULL THEN '' ELSE format(' AND (%s)', rel) END, condition);
   END IF;
   -- A partitioned table holds no rows itself: its partitions are read, and a filter on the
   -- partition key lets PostgreSQL skip the others (partition pruning) in every branch.
@@ -498,6 +594,11 @@ BEGIN
     END IF;
     -- A partition's columns are inherited: PostgreSQL refuses to rename them there.
     CONTINUE WHEN old_name <> att.text_column OR trig.clone OR new_name = old_name;
+    IF (SELECT d.method FROM @extschema@.simhash_distribution(table_name) d) IS NOT NULL THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" of distributed table "%"', old_name, table_name
+        USING ERRCODE = '0A000',
+              HINT = 'Detach it with simhash_detach(), rename it, and attach it again.';
+    END IF;
     IF octet_length(new_name) > 63 - length('_duplicate_of') THEN
       RAISE EXCEPTION 'cannot rename attached column "%" to "%": the name is too long to derive column names from',
         old_name, new_name USING ERRCODE = '42622';
@@ -526,10 +627,11 @@ BEGIN
     SELECT t.tgenabled INTO enabled FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name;
     EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, table_name);
     EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                   'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L%s)',
                    'simhash_' || new_name, table_name, new_name, cardinality(att.band_columns), att.max_distance,
                    att.on_duplicate, att.tokenizer, att.shingle, att.weighting,
-                   CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold);
+                   CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold,
+                   CASE WHEN att.scope_column IS NOT NULL THEN format(', %L', att.scope_column) ELSE '' END);
     IF enabled = 'D' THEN
       EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name);
     END IF;

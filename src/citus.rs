@@ -107,10 +107,7 @@ pub unsafe fn shard_distribution(relid: pg_sys::Oid) -> Option<Distribution> {
 ///
 /// # Safety
 /// `on_row` must copy what it keeps out of SPI's memory.
-pub unsafe fn for_each_row(
-    sql: &str,
-    on_row: &mut dyn FnMut(pg_sys::HeapTuple, pg_sys::TupleDesc),
-) {
+pub unsafe fn for_each_row(sql: &str, on_row: &mut dyn FnMut(pg_sys::HeapTuple, pg_sys::TupleDesc)) {
     let csql = CString::new(crate::text::utf8_to_server(sql).into_owned()).unwrap_or_default();
     pg_sys::SPI_connect();
     let status = pg_sys::SPI_execute(csql.as_ptr(), true, 0);

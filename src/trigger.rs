@@ -299,13 +299,8 @@ unsafe fn nearest_row(
             crate::search::fingerprint_attnum(rel, att)
         };
         let scope_attnum = scope.map(|s| {
-            crate::search::attnum_of((*rel).rd_att, s.column).unwrap_or_else(|| {
-                attnum(
-                    (*rel).rd_att,
-                    s.column,
-                    &crate::search::relation_name(rel),
-                ) as i16
-            })
+            crate::search::attnum_of((*rel).rd_att, s.column)
+                .unwrap_or_else(|| attnum((*rel).rd_att, s.column, &crate::search::relation_name(rel)) as i16)
         });
         // The executor has locked the indexes of the table the row goes to; other partitions'
         // indexes are locked here.
@@ -646,7 +641,18 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     };
     let text = getattr(tuple, text_att, tupdesc);
     let text_changed = old.is_none_or(|old| !same_stored_bytes(getattr(old, text_att, tupdesc), text));
-    if !text_changed {
+    // An UPDATE that moves a row to another scope (site, tenant) is checked there, as a new text.
+    let scope_changed = match (old, setup.scope) {
+        (Some(old), Some((n, equal, collation))) if att.mode != Mode::None => {
+            match (getattr(old, n, tupdesc), getattr(tuple, n, tupdesc)) {
+                (None, None) => false,
+                (Some(a), Some(b)) => pg_sys::FunctionCall2Coll(equal, collation, a, b).value() == 0,
+                _ => true,
+            }
+        }
+        _ => false,
+    };
+    if !text_changed && !scope_changed {
         let old = old.expect("an UPDATE has an old row");
         if same_bigint(getattr(old, fp_att, tupdesc), getattr(tuple, fp_att, tupdesc)) {
             if partition {
@@ -676,7 +682,7 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // The INSERT half of a row moved to another partition is no new text.
     let moved =
         partition && op == pg_sys::TRIGGER_EVENT_INSERT && crate::partitions::is_row_move(trigger, fp);
-    if att.mode != Mode::None && text_changed && !moved {
+    if att.mode != Mode::None && (text_changed || scope_changed) && !moved {
         let flag_att = (att.mode == Mode::Flag).then(|| {
             setup.flag_att.unwrap_or_else(|| {
                 attnum(
