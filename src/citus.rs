@@ -125,3 +125,27 @@ pub unsafe fn for_each_row(sql: &str, on_row: &mut dyn FnMut(pg_sys::HeapTuple, 
     }
     pg_sys::SPI_finish();
 }
+
+/// `simhash_registry_buckets(fingerprint, max_distance)`: the registry buckets of a fingerprint
+/// (`simhash_core::probe::registry_buckets`), by which the registry of a distributed table that
+/// rejects near-duplicates across all its shards is distributed and locked.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_registry_buckets(
+    fingerprint: i64,
+    max_distance: i32,
+) -> TableIterator<'static, (name!(lock_key, i32), name!(part_value, i64))> {
+    if !(0..=16).contains(&max_distance) {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "invalid value for option \"max_distance\": {max_distance}; allowed: an integer from 0 to 16"
+            )
+        );
+    }
+    TableIterator::new(
+        simhash_core::probe::registry_buckets(fingerprint as u64, max_distance as u32)
+            .into_iter()
+            .map(|(key, value)| (key as i32, value as i64)),
+    )
+}

@@ -47,7 +47,8 @@ impl Mode {
 /// One attached text column: the trigger's arguments, in the order `simhash_attach()` writes them:
 /// text column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, and since 0.3.0
 /// fold (a trigger made before has 8 arguments and means fold 'auto') and, for a scoped attachment
-/// only, the scope column.
+/// only, the scope column ('' for none) and, for a distributed table checked through its registry,
+/// 'registry'.
 #[derive(Debug, Clone)]
 pub struct Attachment {
     pub text_column: String,
@@ -57,17 +58,33 @@ pub struct Attachment {
     pub options: Options,
     /// Duplicates are looked for only among rows with the same value of this column.
     pub scope_column: Option<String>,
+    /// A distributed table whose writes are checked by its registry on the coordinator.
+    pub registry: bool,
 }
 
 impl Attachment {
     pub fn from_args(args: &[String]) -> Option<Attachment> {
-        let (text_column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, fold, scope) =
-            match args {
-                [c, n, k, m, t, s, w, st] => (c, n, k, m, t, s, w, st, "auto", None),
-                [c, n, k, m, t, s, w, st, f] => (c, n, k, m, t, s, w, st, f.as_str(), None),
-                [c, n, k, m, t, s, w, st, f, sc] => (c, n, k, m, t, s, w, st, f.as_str(), Some(sc)),
-                _ => return None,
-            };
+        let (
+            text_column,
+            nbands,
+            max_distance,
+            mode,
+            tokenizer,
+            shingle,
+            weighting,
+            stopwords,
+            fold,
+            scope,
+            registry,
+        ) = match args {
+            [c, n, k, m, t, s, w, st] => (c, n, k, m, t, s, w, st, "auto", "", false),
+            [c, n, k, m, t, s, w, st, f] => (c, n, k, m, t, s, w, st, f.as_str(), "", false),
+            [c, n, k, m, t, s, w, st, f, sc] => (c, n, k, m, t, s, w, st, f.as_str(), sc.as_str(), false),
+            [c, n, k, m, t, s, w, st, f, sc, r] if r == "registry" => {
+                (c, n, k, m, t, s, w, st, f.as_str(), sc.as_str(), true)
+            }
+            _ => return None,
+        };
         let options = Options::parse_with_fold(
             tokenizer,
             shingle.parse().ok()?,
@@ -82,7 +99,8 @@ impl Attachment {
             max_distance: max_distance.parse().ok().filter(|k| (0..=63).contains(k))?,
             mode: Mode::parse(mode)?,
             options,
-            scope_column: scope.cloned(),
+            scope_column: (!scope.is_empty()).then(|| scope.to_string()),
+            registry,
         })
     }
 
@@ -96,6 +114,11 @@ impl Attachment {
 
     pub fn flag_column(&self) -> String {
         format!("{}_duplicate_of", self.text_column)
+    }
+
+    /// The fingerprint the registry checked, written by the coordinator with the row.
+    pub fn registered_column(&self) -> String {
+        format!("{}_registered", self.text_column)
     }
 }
 
@@ -532,6 +555,8 @@ struct Setup {
     scope: Option<(i32, *mut pg_sys::FmgrInfo, pg_sys::Oid)>,
     /// Where this table is a shard of a Citus table, that table's distribution.
     shard: Option<crate::citus::Distribution>,
+    /// The registered-fingerprint column of a registry attachment.
+    registered_att: Option<i32>,
 }
 
 thread_local! {
@@ -585,7 +610,13 @@ unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
                 }
                 (n, &mut (*typcache).eq_opr_finfo as *mut pg_sys::FmgrInfo, attr.attcollation)
             });
+            let registered_att = att.registry.then(|| {
+                let n = attnum(tupdesc, &att.registered_column(), &table);
+                check_type(tupdesc, n, &table, &[pg_sys::INT8OID], "bigint");
+                n
+            });
             Setup {
+                registered_att,
                 shard: crate::citus::shard_distribution((*rel).rd_id),
                 scope,
                 attached_table: crate::partitions::attached_table(rel, trigger),
@@ -682,6 +713,41 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // The INSERT half of a row moved to another partition is no new text.
     let moved =
         partition && op == pg_sys::TRIGGER_EVENT_INSERT && crate::partitions::is_row_move(trigger, fp);
+    if let (true, Some(n)) = (att.mode != Mode::None && text_changed, setup.registered_att) {
+        // The registry on the coordinator checked this fingerprint and wrote it with the row; a
+        // write that did not go through it is refused, never left unchecked.
+        let registered = getattr(tuple, n, tupdesc).map(|d| d.value() as i64 as u64);
+        if fp.is_some() && registered != fp {
+            let table = match &setup.shard {
+                Some(shard) => shard.table.clone(),
+                None => crate::search::qualified_name_of(rel.rd_id),
+            };
+            raise(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                message: format!(
+                    "simhash_trigger: writes of column \"{}\" of {table} are checked by its near-duplicate registry",
+                    att.text_column
+                ),
+                detail: Some(format!(
+                    "This write did not go through the registry (\"{}\" does not hold the text's fingerprint).",
+                    att.registered_column()
+                )),
+                hint: Some(format!(
+                    "INSERT through the view {}_{}_checked, which checks the registry on the coordinator.",
+                    table.trim_matches('"'),
+                    att.text_column
+                )),
+            });
+        }
+        return pg_sys::Datum::from(pg_sys::heap_modify_tuple_by_cols(
+            tuple,
+            tupdesc,
+            columns.len() as i32,
+            columns.as_mut_ptr(),
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        ));
+    }
     if att.mode != Mode::None && (text_changed || scope_changed) && !moved {
         let flag_att = (att.mode == Mode::Flag).then(|| {
             setup.flag_att.unwrap_or_else(|| {

@@ -5,6 +5,12 @@
 source "$(dirname "${BASH_SOURCE[0]}")/../robustness/lib.sh"
 
 CITUS_DIR=/tmp/citus-simhash
+# SIMHASH_PACKAGE=DIR (`cargo pgrx package --out-dir DIR` output) runs the nodes on a private copy of
+# PostgreSQL with that build (scripts/common.sh, private_postgres): safe while the installed library
+# is replaced by another build.
+if [ -n "${SIMHASH_PACKAGE:-}" ]; then
+    private_postgres "$SIMHASH_PACKAGE" "$CITUS_DIR-postgres"
+fi
 CITUS_PORTS=(54371 54372 54373)
 COORDINATOR=${CITUS_PORTS[0]}
 PORT=$COORDINATOR

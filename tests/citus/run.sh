@@ -240,3 +240,70 @@ expect "a table attached with scope => its distribution column works once distri
         -c "INSERT INTO early_scoped VALUES (2, 2, 'The city council approved the budget for protected bike lanes on Monday.')"
        sqlstate "$DB" "INSERT INTO early_scoped VALUES (1, 3, 'The city council approved the budget for protected bike lanes on Monday!')")" 23505
 expect "... and only its first two rows are there" "$(qn "$COORDINATOR" -c "SELECT count(*) FROM early_scoped")" 2
+
+echo "-- near-duplicates rejected across the whole distributed table (registry => true)"
+qn "$COORDINATOR" -v sample="$(sample_text)" >/dev/null <<'SQL'
+SET citus.shard_count = 8;
+CREATE TABLE feed (site int, id bigserial, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('feed', 'site');
+INSERT INTO feed (site, body) SELECT site, body FROM articles WHERE id < 400;
+CREATE TABLE race_singles AS SELECT n, s FROM race_texts;
+SQL
+expect "registry => true on a table that is not distributed is refused" \
+    "$(sqlstate "$DB" "SELECT simhash_attach('race_singles', 's', on_duplicate => 'error', registry => true)")" 22023
+qn "$COORDINATOR" -c "SELECT simhash_attach('feed', 'body', on_duplicate => 'error', registry => true)" >/dev/null
+expect "the rows already there are filed in the registry under k + 1 = 8 buckets each" \
+    "$(qn "$COORDINATOR" -c "SELECT (SELECT count(*) FROM feed_body_registry) = 8 * (SELECT count(*) FROM feed WHERE body_simhash IS NOT NULL)")" t
+expect "the registry and its lock rows are distributed by bucket, co-located" \
+    "$(qn "$COORDINATOR" -c "SELECT count(DISTINCT colocation_id) || '|' || string_agg(distribution_column, ',' ORDER BY table_name::text)
+                             FROM citus_tables WHERE table_name::text LIKE 'feed_body_registry%'")" "1|lock_key,lock_key"
+expect "an INSERT into the table itself is refused: it did not go through the registry" \
+    "$(sqlstate "$DB" "INSERT INTO feed (site, body) VALUES (1, 'A quiet week in the valley: cranes return to the wetlands as spring arrives.')")" 0A000
+expect_contains "the refusal names the view to write through" \
+    "$(error_text "$DB" "INSERT INTO feed (site, body) VALUES (1, 'A quiet week in the valley: cranes return to the wetlands as spring arrives.')")" \
+    "feed_body_checked"
+expect "an UPDATE of the text on the table itself is refused too" \
+    "$(sqlstate "$DB" "UPDATE feed SET body = 'A quiet week in the valley: cranes return to the wetlands as spring arrives.' WHERE id = 1")" 0A000
+expect "a near-duplicate of a row of another site, written through the view, is rejected (23505)" \
+    "$(qn "$COORDINATOR" -c "SELECT site FROM feed WHERE id = 5" |
+        { read -r site; sqlstate "$DB" "INSERT INTO feed_body_checked (site, body)
+                                        SELECT ($site + 1) % 12, regexp_replace(body, '[.。]$', '!') FROM feed WHERE id = 5"; })" 23505
+expect "a new text through the view is accepted, fingerprinted and registered" \
+    "$(qn "$COORDINATOR" -c "INSERT INTO feed_body_checked (site, body) VALUES (7, 'A quiet week in the valley: cranes return to the wetlands as spring arrives.')" \
+        -c "SELECT body_registered = body_simhash AND body_simhash = simhash(body) FROM feed WHERE body LIKE 'A quiet week%'")" t
+
+# Concurrent writers through the view, each into its own site (sites live on different shards
+# and workers): exactly one copy of each text may commit in the whole table, none of a text that
+# has a near-duplicate there already.
+fresh=$(qn "$COORDINATOR" -c "SELECT count(*) FROM race_texts r WHERE NOT EXISTS (SELECT FROM simhash_near_duplicates(NULL::feed, r.s))")
+measure "registry: race texts without a near-duplicate in the table" "$fresh of $TEXTS"
+((fresh >= TEXTS / 2)) || fail "too few fresh race texts ($fresh) to show anything"
+for w in $(seq 1 "$WRITERS"); do
+    script=$CITUS_DIR/feed$w.sql
+    : >"$script"
+    for n in $(seq 1 "$TEXTS" | shuf --random-source=<(yes "x$w")); do
+        printf "BEGIN;\nINSERT INTO feed_body_checked (site, body) SELECT %d, s || repeat('!', %d) FROM race_texts WHERE n = %d;\nSELECT pg_sleep(0.03);\nCOMMIT;\n" \
+            "$w" "$w" "$n" >>"$script"
+    done
+done
+chmod -R a+r "$CITUS_DIR"
+start=$(now_ms)
+for w in $(seq 1 "$WRITERS"); do
+    "$PSQL" -X -q -h /tmp -p "$COORDINATOR" -U postgres -d "$DB" -f "$CITUS_DIR/feed$w.sql" >"$CITUS_DIR/feed$w.out" 2>&1 &
+done
+wait
+measure "registry: $WRITERS writers in $WRITERS sites x $TEXTS inserts (ms)" $(($(now_ms) - start))
+rejected=$(cat "$CITUS_DIR"/feed*.out | grep -c 'near-duplicate text' || true)
+others=$(cat "$CITUS_DIR"/feed*.out | grep 'ERROR' | grep -v 'near-duplicate text' | grep -vc 'transaction is aborted' || true)
+expect "each fresh text committed once in the whole table, whichever site" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) || '|' || count(DISTINCT body_simhash) || '|' || (count(DISTINCT site) > 1)
+                             FROM feed WHERE body_simhash IN (SELECT simhash(s) FROM race_texts)")" "$fresh|$fresh|true"
+expect "every other copy was rejected with 23505, and nothing else failed" "$rejected|$others" \
+    "$((WRITERS * TEXTS - fresh))|0"
+expect "no two rows written through the registry are near-duplicates" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FROM simhash_pairs('feed') p
+                             WHERE p.key_a IN (SELECT ROW(site, id)::text FROM feed WHERE id > 400)
+                                OR p.key_b IN (SELECT ROW(site, id)::text FROM feed WHERE id > 400)")" 0
+qn "$COORDINATOR" -c "SELECT simhash_detach('feed')" >/dev/null
+expect "simhash_detach drops the view, the registry and its lock rows" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'feed\_body\_%'")" 0
