@@ -55,7 +55,6 @@ SQL
 # The INSERT statements, one per line, the same texts for every table.
 qn "$COORDINATOR" -c "SELECT format('INSERT INTO %s VALUES (%s, %s, %L);', '@T@', site, i, body) FROM texts WHERE i >= $PRELOAD ORDER BY i" \
     >"$CITUS_DIR/inserts.sql"
-chmod a+r "$CITUS_DIR/inserts.sql"
 
 results=()
 run() { # NAME TARGET DESCRIPTION

@@ -208,7 +208,6 @@ for w in $(seq 1 "$WRITERS"); do
             "$n" $((w * 1000 + n)) "$w" "$n" >>"$script"
     done
 done
-chmod -R a+r "$CITUS_DIR"
 start=$(now_ms)
 for w in $(seq 1 "$WRITERS"); do
     "$PSQL" -X -q -h /tmp -p "$COORDINATOR" -U postgres -d "$DB" -f "$CITUS_DIR/writer$w.sql" >"$CITUS_DIR/writer$w.out" 2>&1 &
@@ -286,7 +285,6 @@ for w in $(seq 1 "$WRITERS"); do
             "$w" "$w" "$n" >>"$script"
     done
 done
-chmod -R a+r "$CITUS_DIR"
 start=$(now_ms)
 for w in $(seq 1 "$WRITERS"); do
     "$PSQL" -X -q -h /tmp -p "$COORDINATOR" -U postgres -d "$DB" -f "$CITUS_DIR/feed$w.sql" >"$CITUS_DIR/feed$w.out" 2>&1 &
@@ -307,3 +305,21 @@ expect "no two rows written through the registry are near-duplicates" \
 qn "$COORDINATOR" -c "SELECT simhash_detach('feed')" >/dev/null
 expect "simhash_detach drops the view, the registry and its lock rows" \
     "$(qn "$COORDINATOR" -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'feed\_body\_%'")" 0
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TABLE flagged (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('flagged', 'site');
+SELECT simhash_attach('flagged', 'body', on_duplicate => 'flag', registry => true);
+INSERT INTO flagged_body_checked VALUES (1, 1, 'The city council approved the budget for protected bike lanes on Monday.');
+INSERT INTO flagged_body_checked VALUES (2, 2, 'The city council approved the budget for protected bike lanes on Monday!');
+INSERT INTO flagged_body_checked VALUES (3, 3, 'Volunteers hauled half a ton of trash from the beach at Sandy Point on Saturday.');
+CREATE TABLE skipped (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('skipped', 'site');
+SELECT simhash_attach('skipped', 'body', on_duplicate => 'skip', registry => true);
+INSERT INTO skipped_body_checked VALUES (1, 1, 'The city council approved the budget for protected bike lanes on Monday.');
+INSERT INTO skipped_body_checked VALUES (2, 2, 'The city council approved the budget for protected bike lanes on Monday!');
+SQL
+expect "registry, flag mode: the row goes in with the key of its near-duplicate in another site" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg(site || ':' || coalesce(body_duplicate_of, '-'), ' ' ORDER BY site) FROM flagged")" \
+    "1:- 2:1, 1 3:-"
+expect "registry, skip mode: the near-duplicate in another site is dropped" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg(site::text, ' ' ORDER BY site) FROM skipped")" "1"
