@@ -50,12 +50,22 @@ unsafe fn read_distribution(sql: &str, relid: pg_sys::Oid) -> Option<Distributio
     })
 }
 
+thread_local! {
+    static DISTRIBUTIONS: crate::leafmap::CatalogCache<pg_sys::Oid, Option<Distribution>> =
+        crate::leafmap::CatalogCache::default();
+}
+
 /// The distribution of a table that Citus manages (on the coordinator, or its copy of the metadata
-/// on a worker); None for any other table, or without Citus.
+/// on a worker); None for any other table, or without Citus. Kept until a relcache invalidation:
+/// Citus sends one for a table whose distribution changes.
 ///
 /// # Safety
 /// Runs SPI: call where a query may run.
 pub unsafe fn distribution(relid: pg_sys::Oid) -> Option<Distribution> {
+    DISTRIBUTIONS.with(|cache| cache.get_or_compute(relid, || unsafe { read_table_distribution(relid) }))
+}
+
+unsafe fn read_table_distribution(relid: pg_sys::Oid) -> Option<Distribution> {
     if !citus_installed() {
         return None;
     }
