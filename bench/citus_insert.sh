@@ -5,12 +5,13 @@
 # extension built: it runs the nodes on a private copy of PostgreSQL with `cargo pgrx package` output
 # (scripts/common.sh, private_postgres), ports 54371-54373, data under /tmp/citus-simhash.
 #
-#   bash bench/citus_insert.sh [ROWS_ALREADY_THERE [INSERTS]]     # default 3000 300
-# Writes bench/results/citus_insert.md.
+#   bash bench/citus_insert.sh [ROWS_ALREADY_THERE [INSERTS [MAX_DISTANCE]]]    # default 3000 300 7
+# Writes bench/results/citus_insert.md (citus_insert_k<MAX_DISTANCE>.md for another distance).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PRELOAD=${1:-3000}
 INSERTS=${2:-300}
+K=${3:-7}
 PACKAGE=/tmp/citus-simhash-package
 source "$ROOT/scripts/common.sh"
 (cd "$ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$PACKAGE" >/dev/null)
@@ -46,10 +47,10 @@ INSERT INTO dist_plain SELECT * FROM single_node;
 INSERT INTO dist_none SELECT * FROM single_node;
 INSERT INTO dist_scoped SELECT * FROM single_node;
 INSERT INTO dist_registry SELECT * FROM single_node;
-SELECT simhash_attach('single_node', 'body', on_duplicate => 'error');
-SELECT simhash_attach('dist_none', 'body');
-SELECT simhash_attach('dist_scoped', 'body', on_duplicate => 'error', scope => 'site');
-SELECT simhash_attach('dist_registry', 'body', on_duplicate => 'error', registry => true);
+SELECT simhash_attach('single_node', 'body', max_distance => $K, on_duplicate => 'error');
+SELECT simhash_attach('dist_none', 'body', max_distance => $K);
+SELECT simhash_attach('dist_scoped', 'body', max_distance => $K, on_duplicate => 'error', scope => 'site');
+SELECT simhash_attach('dist_registry', 'body', max_distance => $K, on_duplicate => 'error', registry => true);
 SQL
 
 # The INSERT statements, one per line, the same texts for every table.
@@ -81,14 +82,14 @@ for pass in warm counted; do
     run dist_registry dist_registry_body_checked "distributed, 'error', registry => true (through the view)"
 done
 
-out=$ROOT/bench/results/citus_insert.md
+out=$ROOT/bench/results/citus_insert$([ "$K" = 7 ] || echo "_k$K").md
 {
     echo "# Per-insert cost on Citus"
     echo
-    echo "\`bash bench/citus_insert.sh $PRELOAD $INSERTS\`: $INSERTS single-row INSERTs, each its own transaction, from one"
+    echo "\`bash bench/citus_insert.sh $PRELOAD $INSERTS $K\`: $INSERTS single-row INSERTs, each its own transaction, from one"
     echo "psql session on the coordinator, into tables that hold $PRELOAD rows of two real sentences each"
     echo "(12 sites, 8 shards); Citus $(qn "$COORDINATOR" -c "SELECT extversion FROM pg_extension WHERE extname = 'citus'"),"
-    echo "a coordinator and two workers on one machine ($(nproc) cores, $(date -u +%Y-%m-%d)); \`max_distance\` 7; the second of two runs."
+    echo "a coordinator and two workers on one machine ($(nproc) cores, $(date -u +%Y-%m-%d)); \`max_distance\` $K; the second of two runs."
     echo
     echo "| table | ms per insert | rejected as near-duplicates |"
     echo "| --- | ---: | ---: |"
