@@ -502,15 +502,15 @@ unsafe fn find_leaf(
 /// read from is known here, and pages are read without their lock, so what is read may be stale or
 /// torn: it only chooses addresses to prefetch inside those pages, and the probe itself reads the
 /// page under its lock.
-unsafe fn prefetch(leaves: &[Listed], values: &[i32]) {
-    const MAX: usize = 64;
+unsafe fn prefetch(leaves: &[Listed], values: &[i32], at: &mut [usize; PREFETCHED]) {
+    const MAX: usize = PREFETCHED;
     // (page, value, the bounds of its list entry, the right-link if known)
     let mut pages = [(std::ptr::null::<u8>(), 0i64, 0i64, 0i64, None); MAX];
     let mut n = 0;
-    for &value in values.iter().take(MAX) {
+    for (&value, at) in values.iter().zip(at.iter_mut()) {
         let value = i64::from(value);
-        let at = leaves.partition_point(|l| l.low < value).saturating_sub(1);
-        let entry = &leaves[at];
+        *at = listed_leaf(leaves, value);
+        let entry = &leaves[*at];
         if entry.recent <= 0 {
             continue;
         }
@@ -524,7 +524,7 @@ unsafe fn prefetch(leaves: &[Listed], values: &[i32]) {
             page,
             value,
             entry.low,
-            list_high(leaves, at),
+            list_high(leaves, *at),
             entry.seen.map(|s| s.next),
         );
         n += 1;
@@ -574,10 +574,11 @@ unsafe fn read_equal(
     limit: usize,
     out: &mut Vec<Entry>,
 ) -> Option<u32> {
-    prefetch(leaves, values);
+    let mut listed = [0usize; PREFETCHED];
+    prefetch(leaves, values, &mut listed);
     let mut all_moves = 0;
     let mut current: Option<Leaf> = None;
-    for &value in values {
+    for (i, &value) in values.iter().enumerate() {
         let value = i64::from(value);
         if out.len() >= limit {
             break;
@@ -586,9 +587,10 @@ unsafe fn read_equal(
             Some(leaf) if leaf.holds(value) => leaf,
             held => {
                 drop(held);
-                // The last leaf whose lowest key is below the value: entries equal to it cannot
-                // lie further left, since a page's lowest key is at most what the list says.
-                let at = leaves.partition_point(|l| l.low < value).saturating_sub(1);
+                let at = match listed.get(i) {
+                    Some(&at) => at,
+                    None => listed_leaf(leaves, value),
+                };
                 let (low, block) = (leaves[at].low, leaves[at].block);
                 let mut moves = 0;
                 let mut leaf = find_leaf(
@@ -648,6 +650,15 @@ unsafe fn read_equal(
         current = Some(leaf);
     }
     Some(all_moves)
+}
+
+/// How many of a band's values [`prefetch`] looks ahead for.
+const PREFETCHED: usize = 64;
+
+/// The list entry where entries equal to `value` start: the last leaf whose lowest key is below the
+/// value. They cannot lie further left, since a page's lowest key is at most what the list says.
+fn listed_leaf(leaves: &[Listed], value: i64) -> usize {
+    leaves.partition_point(|l| l.low < value).saturating_sub(1)
 }
 
 /// The offset of the first item of a leaf page whose key is not below `value` (`last + 1` if none),

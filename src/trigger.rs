@@ -97,8 +97,26 @@ impl Attachment {
 /// Takes the transaction-level advisory locks of `pg_advisory_xact_lock(relid, key)` for the keys
 /// of `simhash_core::probe::lock_keys`: k+1 parts of the fingerprint, so that two writes within
 /// distance k always wait for each other, whatever bands the lookup probes.
+///
+/// A lock this (sub)transaction already took is not asked for again: transaction-level advisory
+/// locks stay held until the (sub)transaction that took them ends, so while the same one is
+/// current the lock manager would only count one more hold. A bulk insert comes to hold every key
+/// of a table after a few thousand rows, and then takes no lock at all per row.
 fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
+    let owner = unsafe { ((*pg_sys::MyProc).lxid, pg_sys::GetCurrentSubTransactionId()) };
     for key in simhash_core::probe::lock_keys(fp, max_distance) {
+        let held = (relid.to_u32(), key);
+        let known = HELD_LOCKS.with(|h| {
+            let mut h = h.borrow_mut();
+            if h.0 != owner {
+                h.0 = owner;
+                h.1.clear();
+            }
+            h.1.contains(&held)
+        });
+        if known {
+            continue;
+        }
         let tag = pg_sys::LOCKTAG {
             locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
             locktag_field2: relid.to_u32(),
@@ -108,7 +126,16 @@ fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
             locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
         };
         unsafe { pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false, false) };
+        // Recorded only once granted: an error (a deadlock, a cancel) leaves the set without it.
+        HELD_LOCKS.with(|h| h.borrow_mut().1.insert(held));
     }
+}
+
+thread_local! {
+    /// The advisory locks known to be held, with the (local transaction, subtransaction) that took
+    /// them: the set is emptied as soon as another one is current.
+    static HELD_LOCKS: RefCell<((u32, pg_sys::SubTransactionId), std::collections::HashSet<(u32, u32)>)> =
+        RefCell::new(((0, 0), std::collections::HashSet::new()));
 }
 
 /// The prepared lookup of one trigger, kept for the life of the backend.
