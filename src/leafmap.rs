@@ -678,6 +678,19 @@ fn first_not_below(page: &Page, first: u16, last: u16, value: i64, low: i64, hig
     let (mut lo, mut hi) = (i64::from(first) - 1, i64::from(last) + 1);
     let (mut klo, mut khi) = (low, high);
     while hi - lo > 1 {
+        if hi - lo <= SCAN_WIDTH {
+            // A few items left: read all their keys at once (the misses overlap) rather than in
+            // two or three rounds that each wait for the last.
+            for p in lo + 1..hi {
+                prefetch_line(page.tuple(p as u16));
+            }
+            for p in lo + 1..hi {
+                if tuple_key(page.tuple(p as u16), false) >= value {
+                    return p as u16;
+                }
+            }
+            return hi as u16;
+        }
         let pivots = round_pivots(lo, hi, klo, khi, value);
         let mut tuples = [std::ptr::null(); 3];
         for &p in &pivots {
@@ -705,6 +718,9 @@ fn first_not_below(page: &Page, first: u16, last: u16, value: i64, low: i64, hig
     hi as u16
 }
 
+/// Ranges of at most this many positions (between two known ones) are read whole.
+const SCAN_WIDTH: i64 = 17;
+
 /// The keys one round of [`first_not_below`] reads, between positions `lo` and `hi` (exclusive)
 /// whose keys are `klo` below the value and `khi` not below it: all of them when at most three,
 /// else around the interpolated position (a spread of half the square root of the range, about the
@@ -714,23 +730,33 @@ fn round_pivots(lo: i64, hi: i64, klo: i64, khi: i64, value: i64) -> [i64; 3] {
     if width <= 4 {
         return [1, 2, 3].map(|i| (lo + i).min(hi - 1));
     }
-    if klo != MINUS_INFINITY && khi != NULL_KEY && khi > klo {
-        // Band values are below 2^16 and widths (item counts) below 2^11: a 32-bit division,
-        // cheaper than a 64-bit one, when the bounds fit (they always do for band indexes).
-        let step = match (
-            u32::try_from(value - klo),
-            u32::try_from(width),
-            u32::try_from(khi - klo),
-        ) {
-            (Ok(a), Ok(w), Ok(d)) if a < 1 << 20 => i64::from(a * w / d),
-            _ => (value - klo) * width / (khi - klo),
-        };
-        let guess = (lo + step).clamp(lo + 1, hi - 1);
+    if let Some(guess) = interpolate(lo, hi, klo, khi, value) {
         // About half the square root of the width, without floating point.
         let spread = 1i64 << ((64 - width.leading_zeros()) / 2).saturating_sub(1);
         return [guess - spread, guess, guess + spread].map(|p| p.clamp(lo + 1, hi - 1));
     }
     [1, 2, 3].map(|q| lo + width * q / 4)
+}
+
+/// The position between `lo` and `hi` (exclusive) that linear interpolation between their keys
+/// `klo` and `khi` predicts for `value`, when both keys are known.
+#[inline]
+fn interpolate(lo: i64, hi: i64, klo: i64, khi: i64, value: i64) -> Option<i64> {
+    if klo == MINUS_INFINITY || khi == NULL_KEY || khi <= klo {
+        return None;
+    }
+    let width = hi - lo;
+    // Band values are below 2^16 and widths (item counts) below 2^11: a 32-bit division, cheaper
+    // than a 64-bit one, when the bounds fit (they always do for band indexes).
+    let step = match (
+        u32::try_from(value - klo),
+        u32::try_from(width),
+        u32::try_from(khi - klo),
+    ) {
+        (Ok(a), Ok(w), Ok(d)) if a < 1 << 20 => i64::from(a * w / d),
+        _ => (value - klo) * width / (khi - klo),
+    };
+    Some((lo + step).clamp(lo + 1, hi - 1))
 }
 
 /// The upper bound a list gives for the keys of its entry `at`: the next entry's lowest key.

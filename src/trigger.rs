@@ -103,16 +103,22 @@ impl Attachment {
 /// current the lock manager would only count one more hold. A bulk insert comes to hold every key
 /// of a table after a few thousand rows, and then takes no lock at all per row.
 fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
-    let owner = unsafe { ((*pg_sys::MyProc).lxid, pg_sys::GetCurrentSubTransactionId()) };
+    let owner = unsafe {
+        (
+            (*pg_sys::MyProc).lxid,
+            pg_sys::GetCurrentSubTransactionId(),
+            relid,
+        )
+    };
     for key in simhash_core::probe::lock_keys(fp, max_distance) {
-        let held = (relid.to_u32(), key);
+        // Keys are (part << 8) | value with fewer than 32 parts: a bit each.
+        let (word, bit) = ((key / 64) as usize % HELD_WORDS, 1u64 << (key % 64));
         let known = HELD_LOCKS.with(|h| {
             let mut h = h.borrow_mut();
             if h.0 != owner {
-                h.0 = owner;
-                h.1.clear();
+                *h = (owner, [0; HELD_WORDS]);
             }
-            h.1.contains(&held)
+            key < (HELD_WORDS * 64) as u32 && h.1[word] & bit != 0
         });
         if known {
             continue;
@@ -127,15 +133,21 @@ fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
         };
         unsafe { pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false, false) };
         // Recorded only once granted: an error (a deadlock, a cancel) leaves the set without it.
-        HELD_LOCKS.with(|h| h.borrow_mut().1.insert(held));
+        if key < (HELD_WORDS * 64) as u32 {
+            HELD_LOCKS.with(|h| h.borrow_mut().1[word] |= bit);
+        }
     }
 }
 
+/// Words of the set of held lock keys: room for 32 parts of 8 bits.
+const HELD_WORDS: usize = 32 * 256 / 64;
+
 thread_local! {
-    /// The advisory locks known to be held, with the (local transaction, subtransaction) that took
-    /// them: the set is emptied as soon as another one is current.
-    static HELD_LOCKS: RefCell<((u32, pg_sys::SubTransactionId), std::collections::HashSet<(u32, u32)>)> =
-        RefCell::new(((0, 0), std::collections::HashSet::new()));
+    /// The advisory lock keys known to be held on one table, with the (local transaction,
+    /// subtransaction, table) they are held for: the set is emptied as soon as another one is
+    /// current.
+    static HELD_LOCKS: RefCell<((u32, pg_sys::SubTransactionId, pg_sys::Oid), [u64; HELD_WORDS])> =
+        const { RefCell::new(((0, 0, pg_sys::Oid::INVALID), [0; HELD_WORDS])) };
 }
 
 /// The prepared lookup of one trigger, kept for the life of the backend.
