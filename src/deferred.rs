@@ -17,10 +17,11 @@
 //! written and held to the end of the transaction, and the check reads with a snapshot taken
 //! after all of them, so it sees every conflicting write that committed first.
 //!
-//! Where the batch is not used: UPDATEs, partitions, the other modes, and rows written outside a
-//! statement's executor (COPY runs its AFTER triggers itself): the check trigger then checks the
-//! row at once, excluding itself by TID. A transaction never commits with rows unchecked: the
-//! pre-commit callback checks any left (none should be), and aborts drop them.
+//! Where the batch is not used: UPDATEs, partitions, SERIALIZABLE transactions and the other modes
+//! are checked by the BEFORE trigger as before; rows written outside a statement's executor (COPY
+//! runs its AFTER triggers itself) are checked by the check trigger at once, excluding the row
+//! itself by TID. A transaction never commits with rows unchecked: the pre-commit callback checks
+//! any left (none should be), and aborts drop them.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -38,6 +39,9 @@ struct Pending {
     fp: u64,
     tid: pg_sys::ItemPointerData,
 }
+
+/// Rows checked by the one-pass search (for tests).
+pub static BATCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// What the rows of one (table, trigger) share.
 #[derive(Clone)]
@@ -136,7 +140,15 @@ unsafe extern "C-unwind" fn subxact_callback(
     }
 }
 
-/// Whether rows written under `setup` are checked at the end of the statement: only within one.
+/// Whether paired triggers leave the check to the AFTER trigger in this transaction: not at
+/// SERIALIZABLE, where the check before the write keeps its unique-violation error (written
+/// first, the row would make the check's reads a serialization failure) and leaf lists do not
+/// serve anyway. The isolation level is fixed before a transaction's first write.
+pub fn defers() -> bool {
+    unsafe { pg_sys::XactIsoLevel != pg_sys::XACT_SERIALIZABLE as i32 }
+}
+
+/// Whether a row noted now is checked at the end of a statement: only within one.
 pub fn in_statement() -> bool {
     DEPTH.with(Cell::get) > 0
 }
@@ -359,6 +371,9 @@ unsafe fn merged(
     }
     pg_sys::ExecDropSingleTupleTableSlot(slot);
     drop(fetch);
+    if served {
+        BATCHED.fetch_add(rows.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
     served
 }
 

@@ -284,7 +284,9 @@ BEGIN
   END IF;
   -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
   EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
-  EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', att.trigger_name || '$chk', att.table_name);
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name || '$chk') THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name || '$chk', att.table_name);
+  END IF;
   EXECUTE format('ALTER TABLE %s %s, DROP COLUMN %I%s', att.table_name,
                  (SELECT string_agg(format('DROP COLUMN %I', b), ', ') FROM unnest(att.band_columns) b),
                  att.fingerprint_column,

@@ -704,8 +704,10 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 // The locks key on the attached table: writers to different partitions meet.
                 let attached_table = setup.attached_table;
                 lock_parts(attached_table, fp, att.max_distance as u32);
-                let deferred =
-                    setup.deferred && op == pg_sys::TRIGGER_EVENT_INSERT && att.mode == Mode::Error;
+                let deferred = setup.deferred
+                    && op == pg_sys::TRIGGER_EVENT_INSERT
+                    && att.mode == Mode::Error
+                    && crate::deferred::defers();
                 let self_tid = match old {
                     Some(old) => (*old).t_self,
                     None => pg_sys::ItemPointerData::default(),
@@ -781,7 +783,7 @@ unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     }
     let setup = setup_of(td);
     // Unpaired (the BEFORE trigger disabled alone, a partition), the BEFORE trigger checks.
-    if !setup.deferred || setup.att.mode != Mode::Error {
+    if !setup.deferred || setup.att.mode != Mode::Error || !crate::deferred::defers() {
         return pg_sys::Datum::from(0);
     }
     let rel = td.tg_relation;
