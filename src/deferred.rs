@@ -40,6 +40,9 @@ struct Pending {
     tid: pg_sys::ItemPointerData,
 }
 
+/// Rows of a statement searched in one pass (about 140 bytes of probe lists each).
+const MERGED_ROWS: usize = 1 << 16;
+
 /// Rows checked by the one-pass search (for tests).
 pub static BATCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -72,7 +75,6 @@ pub fn register() {
     }
 }
 
-#[pg_guard]
 unsafe extern "C-unwind" fn executor_finish(query: *mut pg_sys::QueryDesc) {
     crate::errors::guard(|| {
         let start = PENDING.with(|p| p.borrow().len());
@@ -259,17 +261,30 @@ unsafe fn first_duplicate(
     // Row j of the statement counts against row i only if written before it.
     let counts = |i: usize, tid: &pg_sys::ItemPointerData| order.get(&tid_key(tid)).is_none_or(|&j| j < i);
     let indexes = BandIndexes::open(rel, att, fp_attnum, pg_sys::NoLock as pg_sys::LOCKMODE);
-    let mut best: Vec<Option<(u32, pg_sys::ItemPointerData)>> = vec![None; rows.len()];
-    if merged(
-        rel,
-        &indexes,
-        att.max_distance,
-        rows,
-        snapshot,
-        &counts,
-        &mut best,
-    ) {
-        return best.into_iter().flatten().next();
+    // In slices, to bound the memory of the probe lists; the first slice with a match has the row.
+    let mut all_served = true;
+    for (at, slice) in rows.chunks(MERGED_ROWS).enumerate() {
+        let mut best: Vec<Option<(u32, pg_sys::ItemPointerData)>> = vec![None; slice.len()];
+        let offset = at * MERGED_ROWS;
+        let counts = |i: usize, tid: &pg_sys::ItemPointerData| counts(offset + i, tid);
+        if !merged(
+            rel,
+            &indexes,
+            att.max_distance,
+            slice,
+            snapshot,
+            &counts,
+            &mut best,
+        ) {
+            all_served = false;
+            break;
+        }
+        if let Some(found) = best.into_iter().flatten().next() {
+            return Some(found);
+        }
+    }
+    if all_served {
+        return None;
     }
     // One search per row: the same results, for tables whose indexes leaf lists cannot serve.
     drop(indexes);
