@@ -93,13 +93,11 @@ unsafe extern "C-unwind" fn executor_finish(query: *mut pg_sys::QueryDesc) {
 unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
     use pg_sys::XactEvent::*;
     match event {
-        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PRE_PREPARE => {
-            if PENDING.with(|p| !p.borrow().is_empty()) {
-                crate::errors::guard(|| {
-                    check_from(0);
-                    pg_sys::Datum::from(0)
-                });
-            }
+        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PRE_PREPARE if PENDING.with(|p| !p.borrow().is_empty()) => {
+            crate::errors::guard(|| {
+                check_from(0);
+                pg_sys::Datum::from(0)
+            });
         }
         XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT | XACT_EVENT_COMMIT | XACT_EVENT_PREPARE => {
             DEPTH.with(|d| d.set(0));
