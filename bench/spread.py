@@ -79,6 +79,9 @@ CONFIGS = [
     ("proto: edge taper 25 %", "x:taper=0.25,floor=0.2"),
     ("proto: edge taper 30 %, floor 0.3", "x:taper=0.3,floor=0.3"),
     ("bigram logtfedge+stop", "bigram:1:logtfedge:true:simplified"),
+    ("proto: logtfedge, 40 features", "x:edge=40,floor=0.2,unit=tok"),
+    ("proto: logtfedge, 100 features", "x:edge=100,floor=0.2,unit=tok"),
+    ("proto: logtfedge, floor 0.5", "x:edge=60,floor=0.5,unit=tok"),
     ("proto: edge taper 25 %, cap 2", "x:taper=0.25,floor=0.2,w=cap2"),
     ("proto: logtfedge, cap 2", "x:edge=60,floor=0.2,unit=tok,w=cap2"),
 ]
