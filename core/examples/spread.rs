@@ -5,7 +5,9 @@
 //!     cargo run --release -p simhash_core --example spread -- allpairs TEXTS [--kmax K] --config SPEC...
 //!
 //! TEXTS holds one text per line (UTF-8). A SPEC is `tokenizer:shingle:weighting:stopwords:fold`,
-//! e.g. `word:1:tf:false:none` (the 0.2.0 defaults) or `word:1:logtfidf:true:simplified`.
+//! e.g. `word:1:tf:false:none` (the 0.2.0 defaults) or `word:1:logtfidf:true:simplified`, or a
+//! prototype `x:key=value,...` of a fingerprint the extension does not offer (module `proto` at the
+//! end of this file).
 //!
 //! `fp` prints one line per text: the fingerprint of each SPEC as a signed 64-bit integer (what SQL
 //! returns) or `NULL`, tab-separated.
