@@ -1,5 +1,5 @@
 -- simhash_ext 0.2.0 -> 0.3.0. DDL taken from `cargo pgrx schema pg15` of 0.3.0; not to be edited once released.
---   * algorithm v2: tokenizer 'bigram', weightings 'logtf' and 'logtfidf', option fold; new defaults of
+--   * algorithm v2: tokenizer 'bigram', weightings 'logtf', 'logtfidf' and 'logtfedge', option fold; new defaults of
 --     simhash(), simhash_features() and simhash_attach() (max_distance 7); every explicit 0.2.0 option
 --     set keeps its fingerprint, and attached tables keep theirs (their trigger names their options);
 --   * lookups are exact at every distance on four 16-bit bands: simhash_near_duplicates() is now a C
