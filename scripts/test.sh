@@ -73,8 +73,23 @@ suites+=(deb)
 log "Debian package (tests/package/deb.sh)"
 bash tests/package/deb.sh || failed+=(deb)
 
+# Citus (issue 12): a coordinator and two workers on loopback (ports 54371-54373) with the extension
+# installed above; skipped, and not counted, when Citus is not installed for $PG_CONFIG.
+skipped=()
+log "Citus cluster tests (tests/citus/run.sh)"
+citus_status=0
+bash tests/citus/run.sh || citus_status=$?
+case $citus_status in
+0) suites+=(citus) ;;
+77) skipped+=(citus) ;;
+*)
+    suites+=(citus)
+    failed+=(citus)
+    ;;
+esac
+
 echo
-echo "suites: $((${#suites[@]} - ${#failed[@]})) passed, ${#failed[@]} failed"
+echo "suites: $((${#suites[@]} - ${#failed[@]})) passed, ${#failed[@]} failed${skipped[*]:+, ${#skipped[@]} skipped}"
 if ((${#failed[@]})); then
     log "FAILED: ${failed[*]}"
     exit 1

@@ -133,7 +133,8 @@ fn read_rows(
                             (SELECT string_agg('t.' || quote_ident(p.attname), ', ' ORDER BY p.ord) \
                              FROM {schema}.simhash_primary_key($1) p), \
                             (SELECT count(*) FROM {schema}.simhash_primary_key($1))::int, \
-                            c.relkind = 'p' OR c.relispartition \
+                            c.relkind = 'p' OR c.relispartition, \
+                            (SELECT d.method FROM {schema}.simhash_distribution($1) d) IS NOT NULL \
                      FROM {schema}.simhash_find_attachment($1, $2) a \
                      JOIN pg_class c ON c.oid = a.table_name JOIN pg_namespace n ON n.oid = c.relnamespace"
                 ),
@@ -149,6 +150,15 @@ fn read_rows(
         let key_columns: Option<String> = att.get(5).ok().flatten();
         let key_count: i32 = att.get(6).ok().flatten().unwrap_or(0);
         let partitioned: bool = att.get(7).ok().flatten().unwrap_or(false);
+        let distributed: bool = att.get(8).ok().flatten().unwrap_or(false);
+        if distributed && key_count == 0 {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                format!("{}: distributed table {qualified} has no primary key", reporter.what),
+                "Rows of a Citus table are named by their primary key: a ctid names a row only within its shard."
+            );
+        }
 
         let k = max_distance.unwrap_or(attached);
         if !(0..=MAX_PAIR_DISTANCE as i32).contains(&k) {
@@ -175,8 +185,9 @@ fn read_rows(
         let query = format!(
             "SELECT {key_text}, t.{} FROM {}{qualified} t ORDER BY {order}",
             pgrx::spi::quote_identifier(&fp_column),
-            // A partitioned table holds no rows itself: its partitions are read.
-            if partitioned { "" } else { "ONLY " }
+            // A partitioned table holds no rows itself: its partitions are read; Citus reads the
+            // shards of a distributed table (the keys and fingerprints come to this node, not the texts).
+            if partitioned || distributed { "" } else { "ONLY " }
         );
         let mut cursor = client.open_cursor(&query, &[]);
         let mut rows = Rows {

@@ -230,7 +230,7 @@ unsafe fn check_from(start: usize) {
                 snapshot,
             );
             let nearest = nearest.expect("a row found has a key");
-            crate::trigger::raise_duplicate(att, rel, &key_columns, &nearest);
+            crate::trigger::raise_duplicate(att, &crate::search::relation_name(rel), &key_columns, &nearest);
         }
         pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     }

@@ -4,6 +4,7 @@
 use pgrx::prelude::*;
 
 mod bands;
+mod citus;
 mod dedup;
 mod deferred;
 mod errors;

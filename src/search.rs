@@ -690,6 +690,11 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         return pg_sys::Datum::from(0);
     };
+    if let Some(dist) = crate::citus::distribution(relid) {
+        distributed_near_duplicates(fcinfo, rsinfo, heap, &att, &dist, query, k);
+        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+        return pg_sys::Datum::from(0);
+    }
     let snapshot = pg_sys::GetActiveSnapshot();
     let mut found: Vec<(u32, usize, pg_sys::ItemPointerData, pg_sys::Datum)> = Vec::new();
     let tupdesc = (*heap).rd_att;
@@ -760,6 +765,72 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
     }
     pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
     pg_sys::Datum::from(0)
+}
+
+/// The near-duplicates of `query` in a Citus table, whose rows are on the shards: the query of
+/// `simhash_near_duplicates_sql()`, which Citus runs on every shard (the band indexes there serve
+/// the probes), nearest first and then in key order.
+unsafe fn distributed_near_duplicates(
+    fcinfo: pg_sys::FunctionCallInfo,
+    rsinfo: *mut pg_sys::ReturnSetInfo,
+    heap: pg_sys::Relation,
+    att: &Attachment,
+    dist: &crate::citus::Distribution,
+    query: u64,
+    k: i32,
+) {
+    if !dist.hash_distributed() {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            message: format!(
+                "simhash_near_duplicates: \"{}\" is a Citus reference or local table",
+                relation_name(heap)
+            ),
+            detail: None,
+            hint: Some("simhash_attach() supports hash-distributed tables.".into()),
+        });
+    }
+    ProbePlan::new(query, k, att.nbands).or_raise();
+    let schema = pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(
+        CStr::from_ptr(pg_sys::get_namespace_name(own_namespace(fcinfo))).to_bytes(),
+    ));
+    let relid = (*heap).rd_id;
+    pg_sys::SPI_connect();
+    let key = crate::trigger::query_utf8(
+        &format!(
+            "SELECT pg_catalog.convert_to(string_agg(quote_ident(attname), ', ' ORDER BY ord), 'UTF8') \
+             FROM {schema}.simhash_primary_key($1)"
+        ),
+        relid,
+    );
+    let lookup = crate::trigger::query_utf8(
+        &format!(
+            "SELECT pg_catalog.convert_to({schema}.simhash_near_duplicates_sql($1, {}, {k}, {}), 'UTF8')",
+            query as i64,
+            pgrx::spi::quote_literal(&att.text_column)
+        ),
+        relid,
+    )
+    .unwrap_or_default();
+    pg_sys::SPI_finish();
+    let order: String = key
+        .map(|cols| cols.split(", ").map(|c| format!(", (x.item).{c}")).collect())
+        .unwrap_or_default();
+    let sql = format!("SELECT x.item, x.distance FROM ({lookup}) x ORDER BY x.distance{order}");
+    crate::citus::for_each_row(&sql, &mut |row, desc| {
+        let mut values = [pg_sys::Datum::from(0); 2];
+        let mut nulls = [false; 2];
+        for (i, (value, null)) in values.iter_mut().zip(nulls.iter_mut()).enumerate() {
+            *value = pg_sys::SPI_getbinval(row, desc, i as i32 + 1, null);
+        }
+        // The tuplestore copies the row into its own memory.
+        pg_sys::tuplestore_putvalues(
+            (*rsinfo).setResult,
+            (*rsinfo).setDesc,
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        );
+    });
 }
 
 #[no_mangle]
@@ -863,6 +934,17 @@ fn simhash_lookup_cost(
     unsafe {
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let att = attachment_of(heap, text_column, own_namespace(fcinfo));
+        if crate::citus::distribution(table_name.0).is_some() {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                format!(
+                    "simhash_lookup_cost: \"{}\" is a Citus table, whose rows are on its shards",
+                    relation_name(heap)
+                ),
+                "Run EXPLAIN ANALYZE on the query of simhash_near_duplicates_sql() to see the cost on each shard."
+            );
+        }
 
         let snapshot = pg_sys::GetActiveSnapshot();
         let k = max_distance.unwrap_or(att.max_distance);

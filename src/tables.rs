@@ -39,7 +39,7 @@ COMMENT ON FUNCTION simhash_primary_key(regclass) IS 'The primary key columns of
 CREATE TYPE simhash_attachment AS (
   table_name regclass, text_column name, fingerprint_column name, band_columns name[], max_distance int,
   on_duplicate text, flag_column name, tokenizer text, shingle int, weighting text, stopwords boolean,
-  trigger_name name, fold text);
+  trigger_name name, fold text, scope_column name, registry boolean);
 
 CREATE FUNCTION simhash_trigger_attachment(t pg_catalog.pg_trigger)
 RETURNS simhash_attachment
@@ -51,7 +51,10 @@ AS $$
          a[3]::int, a[4], CASE WHEN a[4] = 'flag' THEN (a[1] || '_duplicate_of')::name END,
          a[5], a[6]::int, a[7], a[8]::boolean, t.tgname,
          -- Triggers made before 0.3.0 have no fold argument: 'auto', which folds none of their weightings.
-         coalesce(a[9], 'auto')
+         coalesce(a[9], 'auto'),
+         -- Only a scoped or registry attachment has a tenth argument: the column whose value scopes
+         -- duplicate checks (or ''), and only a registry attachment an eleventh: 'registry'.
+         nullif(a[10], '')::name, coalesce(a[11] = 'registry', false)
   FROM (SELECT @extschema@.simhash_trigger_args(t.tgargs) AS a) x
 $$;
 COMMENT ON FUNCTION simhash_trigger_attachment(pg_trigger) IS 'Internal: the attachment a simhash_trigger() trigger records';
@@ -68,6 +71,24 @@ AS $$
 $$;
 COMMENT ON FUNCTION simhash_attachments() IS 'Every text column attached with simhash_attach(), with its settings';
 
+CREATE FUNCTION simhash_distribution(table_name regclass, OUT method "char", OUT distribution_column name)
+LANGUAGE plpgsql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  -- Citus's catalog exists only where Citus is installed, and the extension does not depend on
+  -- Citus: read it through EXECUTE, and only then.
+  IF EXISTS (SELECT FROM pg_extension e WHERE e.extname = 'citus') THEN
+    EXECUTE 'SELECT p.partmethod, CASE WHEN p.partkey IS NOT NULL '
+            '  THEN pg_catalog.column_to_column_name(p.logicalrelid, p.partkey)::name END '
+            'FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1'
+      INTO method, distribution_column USING table_name;
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_distribution(regclass) IS
+  'The Citus distribution method (''h'': hash-distributed) and column of a table; NULL for a table Citus does not manage';
+
 CREATE FUNCTION simhash_fill(table_name regclass, text_column name, fingerprint_column name, tokenizer text,
                              shingle int, weighting text, stopwords boolean, fold text)
 RETURNS void
@@ -81,6 +102,12 @@ AS $$
 DECLARE
   leaf regclass;
 BEGIN
+  IF (SELECT d.method FROM @extschema@.simhash_distribution(table_name) d) IS NOT NULL THEN
+    -- A Citus table: one UPDATE that Citus runs on every shard (the fingerprint is computed there).
+    EXECUTE format('UPDATE %s t SET %I = @extschema@.simhash(t.%I, %L, %s, %L, %L, %L)',
+                   table_name, fingerprint_column, text_column, tokenizer, shingle, weighting, stopwords, fold);
+    RETURN;
+  END IF;
   -- Every table that holds rows: the table itself, or the leaf partitions of a partitioned one.
   FOR leaf IN SELECT c.oid FROM pg_class c WHERE c.oid = table_name AND c.relkind = 'r'
               UNION ALL
@@ -103,13 +130,26 @@ COMMENT ON FUNCTION simhash_fill(regclass, name, name, text, int, text, boolean,
 CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 7,
                                on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'bigram',
                                shingle int DEFAULT 1, weighting text DEFAULT 'logtf',
-                               stopwords boolean DEFAULT true, fold text DEFAULT 'auto')
+                               stopwords boolean DEFAULT true, fold text DEFAULT 'auto', scope name DEFAULT NULL,
+                               registry boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   nbands int;
+  rel_schema name;
+  rel_name name;
+  registry_table text;
+  lock_table text;
+  checked_view text;
+  view_columns text;
+  default_value record;
+  ddl_propagation text;
+  dist_method "char";
+  dist_column name;
+  unsafe_triggers text;
+  scope_type regtype;
   fp name := text_column || '_simhash';
   kind "char";
   is_partition boolean;
@@ -153,6 +193,45 @@ BEGIN
     RAISE EXCEPTION 'simhash_attach: partitioned table "%" has a foreign table as a partition', table_name
       USING ERRCODE = '42809', HINT = 'Band indexes cannot be built on a foreign table.';
   END IF;
+  SELECT d.method, d.distribution_column INTO dist_method, dist_column
+  FROM @extschema@.simhash_distribution(table_name) d;
+  IF dist_method IS NOT NULL AND dist_method <> 'h' THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is a Citus reference table or Citus local table', table_name
+      USING ERRCODE = '0A000', HINT = 'Attach an ordinary table or a hash-distributed one (create_distributed_table).';
+  END IF;
+  IF dist_method IS NOT NULL AND kind = 'p' THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is a distributed partitioned table', table_name
+      USING ERRCODE = '0A000', HINT = 'Attach a distributed table that is not partitioned, or a partitioned table that is not distributed.';
+  END IF;
+  IF scope IS NOT NULL THEN
+    SELECT a.atttypid::regtype INTO scope_type FROM pg_attribute a
+    WHERE a.attrelid = table_name AND a.attname = scope AND a.attnum > 0 AND NOT a.attisdropped;
+    IF scope_type IS NULL THEN
+      RAISE EXCEPTION 'column "%" of relation "%" does not exist', scope, table_name USING ERRCODE = '42703';
+    END IF;
+    -- Rows are in one scope when their values are equal by the type's default equality.
+    BEGIN
+      EXECUTE format('SELECT NULL::%s = NULL::%s', scope_type, scope_type);
+    EXCEPTION WHEN undefined_function THEN
+      RAISE EXCEPTION 'simhash_attach: column "%" has type %, which has no equality operator', scope, scope_type
+        USING ERRCODE = '42883', HINT = 'Scope duplicate checks by a column of a type with a default equality.';
+    END;
+  END IF;
+  IF registry AND (dist_method IS DISTINCT FROM 'h' OR scope IS NOT NULL OR on_duplicate = 'none') THEN
+    RAISE EXCEPTION 'simhash_attach: registry => true is for near-duplicate checks across a hash-distributed table'
+      USING ERRCODE = '22023',
+            HINT = 'Use it on a table distributed with create_distributed_table(), with on_duplicate ''error'', ''skip'' or ''flag'' and without scope.';
+  END IF;
+  IF dist_method = 'h' AND NOT registry AND scope IS DISTINCT FROM dist_column AND (scope IS NOT NULL OR on_duplicate <> 'none') THEN
+    RAISE EXCEPTION 'simhash_attach: on distributed table "%", near-duplicates can be rejected only among rows with the same "%"',
+      table_name, dist_column
+      USING ERRCODE = '0A000',
+            DETAIL = format('The trigger runs on each shard and sees that shard''s rows only; the rows with one value of '
+                            'the distribution column %I are on one shard, other rows are not.', dist_column),
+            HINT = format('Attach with scope => %L (near-duplicates per %s), with registry => true (near-duplicates '
+                          'across the table, written through a view), or with on_duplicate => ''none''.',
+                          dist_column, dist_column);
+  END IF;
   SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END::regtype INTO column_type
   FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
   WHERE a.attrelid = table_name AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
@@ -179,7 +258,8 @@ BEGIN
   -- Every name the attach would create is checked before anything changes (a partition has the
   -- columns of its partitioned table, but triggers of its own).
   wanted := ARRAY[fp] || ARRAY(SELECT (text_column || '_band' || i)::name FROM generate_series(0, nbands - 1) i)
-            || CASE WHEN on_duplicate = 'flag' THEN ARRAY[(text_column || '_duplicate_of')::name] ELSE '{}' END;
+            || CASE WHEN on_duplicate = 'flag' THEN ARRAY[(text_column || '_duplicate_of')::name] ELSE '{}' END
+            || CASE WHEN registry THEN ARRAY[(text_column || '_registered')::name] ELSE '{}' END;
   SELECT a.attname INTO taken FROM pg_attribute a
   WHERE a.attrelid = table_name AND a.attname = ANY (wanted) AND a.attnum > 0 AND NOT a.attisdropped
   ORDER BY a.attnum LIMIT 1;
@@ -204,6 +284,31 @@ BEGIN
   IF on_duplicate = 'flag' AND (SELECT count(*) FROM @extschema@.simhash_primary_key(table_name)) = 1 THEN
     SELECT p.atttype INTO key_type FROM @extschema@.simhash_primary_key(table_name) p;
   END IF;
+  IF registry THEN
+    SELECT n.nspname, c.relname INTO rel_schema, rel_name
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = table_name;
+    IF octet_length(rel_name || '_' || text_column || '_registry_locks') > 63 THEN
+      RAISE EXCEPTION 'simhash_attach: table and column names "%", "%" are too long to derive the registry''s names from',
+        rel_name, text_column USING ERRCODE = '42622';
+    END IF;
+    IF NOT EXISTS (SELECT FROM @extschema@.simhash_primary_key(table_name)) THEN
+      RAISE EXCEPTION 'simhash_attach: registry => true needs a primary key on "%"', table_name
+        USING ERRCODE = '0A000', HINT = 'The registry names the rows it holds by their key.';
+    END IF;
+    registry_table := format('%I.%I', rel_schema, rel_name || '_' || text_column || '_registry');
+    lock_table := format('%I.%I', rel_schema, rel_name || '_' || text_column || '_registry_locks');
+    checked_view := format('%I.%I', rel_schema, rel_name || '_' || text_column || '_checked');
+    -- The registry files each fingerprint under its k + 1 buckets (simhash_registry_buckets), one
+    -- lock row per bucket beside it: both distributed by the bucket's lock key, so a bucket's rows
+    -- and its lock row are on one shard. Made before this transaction writes to distributed tables.
+    EXECUTE format('CREATE TABLE %s (lock_key int NOT NULL, part_value bigint NOT NULL, fingerprint bigint NOT NULL, '
+                   'row_key text NOT NULL)', registry_table);
+    EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''lock_key'')' USING registry_table::regclass;
+    EXECUTE format('CREATE INDEX ON %s (lock_key, part_value) INCLUDE (fingerprint)', registry_table);
+    EXECUTE format('CREATE TABLE %s (lock_key int PRIMARY KEY, writes bigint NOT NULL)', lock_table);
+    EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''lock_key'', colocate_with => $2)'
+      USING lock_table::regclass, registry_table;
+  END IF;
 
   -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
   -- the band columns are generated from it. On a partitioned table each statement below reaches
@@ -216,16 +321,63 @@ BEGIN
   IF on_duplicate = 'flag' THEN
     bands := bands || format(', ADD COLUMN %I %s', text_column || '_duplicate_of', key_type);
   END IF;
+  IF registry THEN
+    bands := bands || format(', ADD COLUMN %I bigint', text_column || '_registered');
+  END IF;
   EXECUTE format('ALTER TABLE %s %s', table_name, bands);
   FOR i IN 0 .. nbands - 1 LOOP
     -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
     EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, text_column || '_band' || i, fp);
   END LOOP;
+  IF dist_method IS NOT NULL THEN
+    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
+    -- this trigger reads nothing but its own shard.
+    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
   EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
-                 'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                 'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L%s)',
                  'simhash_' || text_column, table_name, text_column, nbands, max_distance, on_duplicate,
-                 tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold);
-  IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition THEN
+                 tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold,
+                 CASE WHEN registry THEN ', '''', ''registry''' WHEN scope IS NOT NULL THEN format(', %L', scope)
+                      ELSE '' END);
+  IF dist_method IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+  END IF;
+  IF registry THEN
+    -- The rows already there: registered, and filed in the registry (their near-duplicates stay).
+    EXECUTE format('UPDATE %s t SET %I = t.%I', table_name, text_column || '_registered', fp);
+    EXECUTE format('INSERT INTO %s (lock_key, part_value, fingerprint, row_key) '
+                   'SELECT b.lock_key, b.part_value, t.%I, concat_ws('', '', %s) FROM %s t '
+                   'CROSS JOIN LATERAL @extschema@.simhash_registry_buckets(t.%I, %s) b WHERE t.%I IS NOT NULL',
+                   registry_table, fp,
+                   (SELECT string_agg(format('t.%I::text', k.attname), ', ' ORDER BY k.ord)
+                    FROM @extschema@.simhash_primary_key(table_name) k),
+                   table_name, fp, max_distance, fp);
+    -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
+    -- coordinator, in the writer's distributed transaction. The view stays on the coordinator: Citus
+    -- would copy it to the workers, which do not need it, and refuses its column defaults.
+    ddl_propagation := current_setting('citus.enable_ddl_propagation');
+    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+    SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO view_columns
+    FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
+      AND NOT (a.attname = ANY (wanted));
+    EXECUTE format('CREATE VIEW %s AS SELECT %s FROM %s t', checked_view, view_columns, table_name);
+    FOR default_value IN SELECT a.attname, pg_get_expr(ad.adbin, ad.adrelid) AS expr
+             FROM pg_attribute a JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+             WHERE a.attrelid = table_name AND a.attgenerated = '' AND NOT (a.attname = ANY (wanted)) LOOP
+      EXECUTE format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', checked_view, default_value.attname,
+                     default_value.expr);
+    END LOOP;
+    EXECUTE format('CREATE TRIGGER %I INSTEAD OF INSERT ON %s FOR EACH ROW '
+                   'EXECUTE FUNCTION @extschema@.simhash_registry_insert(%L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                   'simhash_' || text_column, checked_view, table_name::text, text_column, max_distance, on_duplicate,
+                   tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold,
+                   registry_table, lock_table);
+    PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+  END IF;
+  IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition AND dist_method IS NULL AND scope IS NULL
+     AND NOT registry THEN
     -- The duplicate check of INSERTs, once per statement for all its rows (src/deferred.rs).
     EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW '
                    'EXECUTE FUNCTION @extschema@.simhash_check_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
@@ -234,7 +386,7 @@ BEGIN
   END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text) IS
+COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean) IS
   'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table (and its partitions)';
 
 CREATE FUNCTION simhash_find_attachment(table_name regclass, text_column name)
@@ -275,12 +427,29 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   att @extschema@.simhash_attachment := @extschema@.simhash_find_attachment(table_name, text_column);
+  rel_schema name;
+  prefix text;
+  ddl_propagation text;
 BEGIN
   IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
                                         AND t.tgparentid <> 0) THEN
     RAISE EXCEPTION 'simhash_detach: "%" is a partition of attached table "%"', table_name, pg_partition_root(table_name)
       USING ERRCODE = '42809', HINT = format('Detach %s: that removes everything from its partitions too.',
                                              pg_partition_root(table_name));
+  END IF;
+  IF (SELECT d.method FROM @extschema@.simhash_distribution(att.table_name) d) IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
+  IF att.registry THEN
+    -- The view that writes go through and the registry's tables, named after the table and column.
+    SELECT n.nspname, c.relname || '_' || att.text_column INTO rel_schema, prefix
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
+    ddl_propagation := current_setting('citus.enable_ddl_propagation');
+    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+    EXECUTE format('DROP VIEW IF EXISTS %I.%I', rel_schema, prefix || '_checked');
+    PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+    EXECUTE format('DROP TABLE IF EXISTS %I.%I, %I.%I', rel_schema, prefix || '_registry_locks',
+                   rel_schema, prefix || '_registry');
   END IF;
   -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
   EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
@@ -290,11 +459,90 @@ BEGIN
   EXECUTE format('ALTER TABLE %s %s, DROP COLUMN %I%s', att.table_name,
                  (SELECT string_agg(format('DROP COLUMN %I', b), ', ') FROM unnest(att.band_columns) b),
                  att.fingerprint_column,
-                 CASE WHEN att.flag_column IS NOT NULL THEN format(', DROP COLUMN %I', att.flag_column) ELSE '' END);
+                 CASE WHEN att.flag_column IS NOT NULL THEN format(', DROP COLUMN %I', att.flag_column) ELSE '' END
+                 || CASE WHEN att.registry THEN format(', DROP COLUMN %I', att.text_column || '_registered') ELSE '' END);
 END
 $$;
 COMMENT ON FUNCTION simhash_detach(regclass, name) IS
   'Removes the trigger, fingerprint, band and flag columns (and so the band indexes) that simhash_attach() added';
+
+CREATE FUNCTION simhash_registry_insert()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  -- The arguments simhash_attach(..., registry => true) gave the view's trigger.
+  base regclass := TG_ARGV[0]::regclass;
+  text_column name := TG_ARGV[1];
+  k int := TG_ARGV[2]::int;
+  mode text := TG_ARGV[3];
+  registry_table text := TG_ARGV[9];
+  lock_table text := TG_ARGV[10];
+  fp bigint;
+  lock_keys int[];
+  part_values bigint[];
+  lock_key int;
+  row_key text;
+  key_columns text;
+  found_key text;
+  found_distance int;
+  columns text;
+  flag_type text;
+BEGIN
+  EXECUTE format('SELECT @extschema@.simhash(($1).%I, %L, %s, %L, %L, %L)', text_column, TG_ARGV[4], TG_ARGV[5],
+                 TG_ARGV[6], TG_ARGV[7], TG_ARGV[8])
+    INTO fp USING NEW;
+  SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord), string_agg(format('($1).%I::text', p.attname), ', ' ORDER BY p.ord)
+  INTO key_columns, columns FROM @extschema@.simhash_primary_key(base) p;
+  EXECUTE format('SELECT concat_ws('', '', %s)', columns) INTO row_key USING NEW;
+  IF fp IS NOT NULL THEN
+    SELECT array_agg(b.lock_key ORDER BY b.lock_key), array_agg(b.part_value ORDER BY b.lock_key)
+    INTO lock_keys, part_values FROM @extschema@.simhash_registry_buckets(fp, k) b;
+    -- The lock rows of the fingerprint's buckets, one statement each, in one global order (sorted
+    -- keys): two near-duplicate writers share a bucket, and the second waits on its lock row until
+    -- the first commits, and then sees the first's registry row, which is on the same shard.
+    FOREACH lock_key IN ARRAY lock_keys LOOP
+      EXECUTE format('INSERT INTO %s AS l (lock_key, writes) VALUES ($1, 1) '
+                     'ON CONFLICT (lock_key) DO UPDATE SET writes = l.writes + 1', lock_table) USING lock_key;
+    END LOOP;
+    EXECUTE format('SELECT r.row_key, @extschema@.hamming(r.fingerprint, $1) AS distance FROM %s r '
+                   'WHERE r.lock_key = ANY ($2) AND r.part_value = ANY ($3) AND @extschema@.hamming(r.fingerprint, $1) <= $4 '
+                   'ORDER BY distance, r.row_key LIMIT 1', registry_table)
+      INTO found_key, found_distance USING fp, lock_keys, part_values, k;
+    IF found_key IS NOT NULL AND mode = 'error' THEN
+      RAISE EXCEPTION 'near-duplicate text in column "%" of relation "%"', text_column,
+        (SELECT c.relname FROM pg_class c WHERE c.oid = base)
+        USING ERRCODE = '23505',
+              DETAIL = format('Key (%s)=(%s) is at Hamming distance %s (max_distance %s).', key_columns, found_key,
+                              found_distance, k);
+    ELSIF found_key IS NOT NULL AND mode = 'skip' THEN
+      RETURN NULL;
+    END IF;
+    EXECUTE format('INSERT INTO %s (lock_key, part_value, fingerprint, row_key) VALUES %s', registry_table,
+                   (SELECT string_agg(format('(%s, %s, %s, %L)', lock_keys[i], part_values[i], fp, row_key), ', ')
+                    FROM generate_subscripts(lock_keys, 1) i));
+  END IF;
+  -- The row's values as literals: Citus sends a statement's parameters to the workers, where the
+  -- view's row type does not exist.
+  SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum),
+         format('SELECT concat_ws('', '', %s)', string_agg(format('quote_nullable(($1).%I) || ''::%s''', a.attname,
+                                                                   format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum))
+  INTO columns, key_columns
+  FROM pg_attribute a WHERE a.attrelid = TG_RELID AND a.attnum > 0 AND NOT a.attisdropped;
+  EXECUTE key_columns INTO key_columns USING NEW;
+  SELECT format_type(a.atttypid, a.atttypmod) INTO flag_type FROM pg_attribute a
+  WHERE a.attrelid = base AND a.attname = text_column || '_duplicate_of' AND NOT a.attisdropped;
+  -- The row, with the fingerprint the registry checked (the trigger on its shard requires it).
+  EXECUTE format('INSERT INTO %s (%s, %I%s) VALUES (%s, %s%s)', base, columns, text_column || '_registered',
+                 CASE WHEN mode = 'flag' THEN format(', %I', text_column || '_duplicate_of') ELSE '' END,
+                 key_columns, quote_nullable(fp),
+                 CASE WHEN mode = 'flag' THEN format(', CAST(%s AS %s)', quote_nullable(found_key), flag_type) ELSE '' END);
+  RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION simhash_registry_insert() IS
+  'Internal: the INSTEAD OF INSERT trigger of the view of a distributed table attached with registry => true';
 
 CREATE FUNCTION simhash_near_duplicates_sql(table_name regclass, fingerprint bigint,
                                             max_distance int DEFAULT NULL, text_column name DEFAULT NULL,
@@ -319,6 +567,18 @@ BEGIN
   END IF;
   IF fingerprint IS NULL THEN
     RETURN NULL;
+  END IF;
+  IF (SELECT d.method FROM @extschema@.simhash_distribution(att.table_name) d) IS NOT NULL THEN
+    -- A Citus table: one query on the table that Citus runs on every shard as it is, where the
+    -- probes of all bands are one OR of band conditions (a BitmapOr of the band indexes). Every row
+    -- within k has a band within its radius, so the OR misses none, and each row comes once.
+    SELECT string_agg(format('t.%I = ANY (%L::int[])', att.band_columns[b.band + 1], b.probe_values), ' OR '
+                      ORDER BY b.band)
+    INTO rel FROM @extschema@.simhash_probes(fingerprint, k, nbands) b;
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s%5$s%6$s ORDER BY distance',
+                  att.fingerprint_column, fingerprint, att.table_name, k,
+                  CASE WHEN rel IS NULL THEN '' ELSE format(' AND (%s)', rel) END, condition);
   END IF;
   -- A partitioned table holds no rows itself: its partitions are read, and a filter on the
   -- partition key lets PostgreSQL skip the others (partition pruning) in every branch.
@@ -444,6 +704,11 @@ BEGIN
     END IF;
     -- A partition's columns are inherited: PostgreSQL refuses to rename them there.
     CONTINUE WHEN old_name <> att.text_column OR trig.clone OR new_name = old_name;
+    IF (SELECT d.method FROM @extschema@.simhash_distribution(table_name) d) IS NOT NULL THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" of distributed table "%"', old_name, table_name
+        USING ERRCODE = '0A000',
+              HINT = 'Detach it with simhash_detach(), rename it, and attach it again.';
+    END IF;
     IF octet_length(new_name) > 63 - length('_duplicate_of') THEN
       RAISE EXCEPTION 'cannot rename attached column "%" to "%": the name is too long to derive column names from',
         old_name, new_name USING ERRCODE = '42622';
@@ -472,10 +737,11 @@ BEGIN
     SELECT t.tgenabled INTO enabled FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name;
     EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, table_name);
     EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                   'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L%s)',
                    'simhash_' || new_name, table_name, new_name, cardinality(att.band_columns), att.max_distance,
                    att.on_duplicate, att.tokenizer, att.shingle, att.weighting,
-                   CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold);
+                   CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold,
+                   CASE WHEN att.scope_column IS NOT NULL THEN format(', %L', att.scope_column) ELSE '' END);
     IF enabled = 'D' THEN
       EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name);
     END IF;

@@ -46,7 +46,9 @@ impl Mode {
 
 /// One attached text column: the trigger's arguments, in the order `simhash_attach()` writes them:
 /// text column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, and since 0.3.0
-/// fold (a trigger made before has 8 arguments and means fold 'auto').
+/// fold (a trigger made before has 8 arguments and means fold 'auto') and, for a scoped attachment
+/// only, the scope column ('' for none) and, for a distributed table checked through its registry,
+/// 'registry'.
 #[derive(Debug, Clone)]
 pub struct Attachment {
     pub text_column: String,
@@ -54,16 +56,35 @@ pub struct Attachment {
     pub max_distance: i32,
     pub mode: Mode,
     pub options: Options,
+    /// Duplicates are looked for only among rows with the same value of this column.
+    pub scope_column: Option<String>,
+    /// A distributed table whose writes are checked by its registry on the coordinator.
+    pub registry: bool,
 }
 
 impl Attachment {
     pub fn from_args(args: &[String]) -> Option<Attachment> {
-        let (text_column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, fold) =
-            match args {
-                [c, n, k, m, t, s, w, st] => (c, n, k, m, t, s, w, st, "auto"),
-                [c, n, k, m, t, s, w, st, f] => (c, n, k, m, t, s, w, st, f.as_str()),
-                _ => return None,
-            };
+        let (
+            text_column,
+            nbands,
+            max_distance,
+            mode,
+            tokenizer,
+            shingle,
+            weighting,
+            stopwords,
+            fold,
+            scope,
+            registry,
+        ) = match args {
+            [c, n, k, m, t, s, w, st] => (c, n, k, m, t, s, w, st, "auto", "", false),
+            [c, n, k, m, t, s, w, st, f] => (c, n, k, m, t, s, w, st, f.as_str(), "", false),
+            [c, n, k, m, t, s, w, st, f, sc] => (c, n, k, m, t, s, w, st, f.as_str(), sc.as_str(), false),
+            [c, n, k, m, t, s, w, st, f, sc, r] if r == "registry" => {
+                (c, n, k, m, t, s, w, st, f.as_str(), sc.as_str(), true)
+            }
+            _ => return None,
+        };
         let options = Options::parse_with_fold(
             tokenizer,
             shingle.parse().ok()?,
@@ -78,6 +99,8 @@ impl Attachment {
             max_distance: max_distance.parse().ok().filter(|k| (0..=63).contains(k))?,
             mode: Mode::parse(mode)?,
             options,
+            scope_column: (!scope.is_empty()).then(|| scope.to_string()),
+            registry,
         })
     }
 
@@ -91,6 +114,11 @@ impl Attachment {
 
     pub fn flag_column(&self) -> String {
         format!("{}_duplicate_of", self.text_column)
+    }
+
+    /// The fingerprint the registry checked, written by the coordinator with the row.
+    pub fn registered_column(&self) -> String {
+        format!("{}_registered", self.text_column)
     }
 }
 
@@ -181,14 +209,9 @@ unsafe fn prepare_lookup(relid: pg_sys::Oid, ext_schema: &str) -> Lookup {
         ),
         relid,
     );
-    // Always schema-qualified: the cached plan must not depend on the caller's search_path.
-    let qualified = query_utf8(
-        "SELECT pg_catalog.convert_to(quote_ident(n.nspname) || '.' || quote_ident(c.relname), 'UTF8') \
-         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-         WHERE c.oid = $1",
-        relid,
-    )
-    .unwrap_or_default();
+    // Always schema-qualified: the cached plan must not depend on the caller's search_path. Read
+    // from the syscache: Citus hides its shards from queries on pg_class in some sessions.
+    let qualified = crate::search::qualified_name_of(relid);
     let (key_columns, key_text, flag_expr) = match &pk {
         Some(cols) => {
             let texts: Vec<String> = cols.split(", ").map(|c| format!("t.{c}::text")).collect();
@@ -242,7 +265,7 @@ pub unsafe fn cstr_utf8(ptr: *const std::ffi::c_char) -> String {
 
 /// Runs a one-row query about `relid` whose single column is a `bytea` of UTF-8
 /// (`convert_to(..., 'UTF8')`): pgrx reads `text` only in a UTF-8 database.
-unsafe fn query_utf8(sql: &str, relid: pg_sys::Oid) -> Option<String> {
+pub(crate) unsafe fn query_utf8(sql: &str, relid: pg_sys::Oid) -> Option<String> {
     let csql = server_cstring(sql);
     let mut types = [pg_sys::OIDOID];
     let mut values = [pg_sys::Datum::from(relid)];
@@ -273,9 +296,38 @@ unsafe fn query_utf8(sql: &str, relid: pg_sys::Oid) -> Option<String> {
     Some(String::from_utf8_lossy(data).into_owned())
 }
 
+/// The value of the scope column that a written row's duplicates must share, and how to compare.
+struct ScopeFilter<'a> {
+    column: &'a str,
+    value: pg_sys::Datum,
+    equal: *mut pg_sys::FmgrInfo,
+    collation: pg_sys::Oid,
+}
+
+impl ScopeFilter<'_> {
+    /// Whether the row in `slot` (of a table whose scope column is `attnum`) has the same value.
+    unsafe fn matches(&self, slot: *mut pg_sys::TupleTableSlot, attnum: i16) -> bool {
+        let mut should_free = false;
+        let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+        let value = pgrx::heap_getattr_raw(
+            tuple,
+            std::num::NonZeroUsize::new(attnum as usize).expect("a user column"),
+            (*slot).tts_tupleDescriptor,
+        );
+        let same = value.is_some_and(|v| {
+            pg_sys::FunctionCall2Coll(self.equal, self.collation, self.value, v).value() != 0
+        });
+        if should_free {
+            pg_sys::heap_freetuple(tuple);
+        }
+        same
+    }
+}
+
 /// The nearest row within `att.max_distance` of `fp` in the tables of `attached_table` (the firing
 /// table, or every leaf partition of the attached partitioned table), as (distance, table, ctid),
-/// leaving out the row at `self_tid` of `heap`.
+/// leaving out the row at `self_tid` of `heap`, and with a scope only among rows of its value.
+#[allow(clippy::too_many_arguments)] // the trigger's state, passed down once per checked write
 pub unsafe fn nearest_row(
     heap: pg_sys::Relation,
     attached_table: pg_sys::Oid,
@@ -284,6 +336,7 @@ pub unsafe fn nearest_row(
     fp_attnum: i16,
     self_tid: pg_sys::ItemPointerData,
     snapshot: pg_sys::Snapshot,
+    scope: Option<&ScopeFilter>,
 ) -> Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> {
     let relid = (*heap).rd_id;
     let tables = if attached_table == relid {
@@ -307,6 +360,10 @@ pub unsafe fn nearest_row(
         } else {
             crate::search::fingerprint_attnum(rel, att)
         };
+        let scope_attnum = scope.map(|s| {
+            crate::search::attnum_of((*rel).rd_att, s.column)
+                .unwrap_or_else(|| attnum((*rel).rd_att, s.column, &crate::search::relation_name(rel)) as i16)
+        });
         // The executor has locked the indexes of the table the row goes to; other partitions'
         // indexes are locked here.
         let lockmode = if own {
@@ -324,7 +381,11 @@ pub unsafe fn nearest_row(
             own.then_some(self_tid),
             lockmode as pg_sys::LOCKMODE,
             &mut |d, slot| {
-                if best.is_none_or(|(bd, _, _)| d < bd) {
+                let in_scope = match (scope, scope_attnum) {
+                    (Some(scope), Some(attnum)) => scope.matches(slot, attnum),
+                    _ => true,
+                };
+                if in_scope && best.is_none_or(|(bd, _, _)| d < bd) {
                     best = Some((d, table, (*slot).tts_tid));
                 }
             },
@@ -345,6 +406,7 @@ unsafe fn find_nearest(
     flag_attr: Option<&pg_sys::FormData_pg_attribute>,
     fp_attnum: i32,
     attached_table: pg_sys::Oid,
+    scope: Option<&ScopeFilter>,
 ) -> (String, Option<Nearest>) {
     let heap = td.tg_relation;
     // A new command id first, as a read-write SPI query would: rows written earlier in this
@@ -360,6 +422,7 @@ unsafe fn find_nearest(
         fp_attnum as i16,
         self_tid,
         snapshot,
+        scope,
     ) else {
         pg_sys::UnregisterSnapshot(snapshot);
         return (String::new(), None);
@@ -458,14 +521,13 @@ pub unsafe fn describe_row(
     )
 }
 
-/// The error of a write that comes within `max_distance` of the row `n` of `rel`.
-pub unsafe fn raise_duplicate(att: &Attachment, rel: pg_sys::Relation, key_columns: &str, n: &Nearest) -> ! {
+/// The error of a write to `table` that comes within `max_distance` of its row `n`.
+pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nearest) -> ! {
     raise(EncodedError {
         code: PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
         message: format!(
-            "near-duplicate text in column \"{}\" of relation \"{}\"",
-            att.text_column,
-            crate::search::relation_name(rel)
+            "near-duplicate text in column \"{}\" of relation \"{table}\"",
+            att.text_column
         ),
         detail: Some(format!(
             "Key ({key_columns})=({}) is at Hamming distance {} (max_distance {}).",
@@ -568,6 +630,12 @@ pub struct Setup {
     pub attached_table: pg_sys::Oid,
     /// Whether the table's simhash_check_trigger() checks the rows this trigger writes.
     pub deferred: bool,
+    /// The scope column, its type's equality function and collation.
+    scope: Option<(i32, *mut pg_sys::FmgrInfo, pg_sys::Oid)>,
+    /// Where this table is a shard of a Citus table, that table's distribution.
+    shard: Option<crate::citus::Distribution>,
+    /// The registered-fingerprint column of a registry attachment.
+    registered_att: Option<i32>,
 }
 
 thread_local! {
@@ -604,9 +672,40 @@ pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
             );
             check_type(tupdesc, fp_att, &table, &[pg_sys::INT8OID], "bigint");
             let flag_att = crate::search::attnum_of(tupdesc, &att.flag_column()).map(i32::from);
+            let scope = att.scope_column.as_deref().map(|column| {
+                let n = attnum(tupdesc, column, &table);
+                let attr = attribute(tupdesc, n);
+                // Kept for the backend's life: the type cache is never freed.
+                let typcache = pg_sys::lookup_type_cache(attr.atttypid, pg_sys::TYPECACHE_EQ_OPR_FINFO as i32);
+                if (*typcache).eq_opr_finfo.fn_oid == pg_sys::InvalidOid {
+                    raise(EncodedError {
+                        code: PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION,
+                        message: format!(
+                            "simhash_trigger: column \"{column}\" of table \"{table}\" has no equality operator"
+                        ),
+                        detail: None,
+                        hint: Some("Attach the table again with another scope column.".into()),
+                    });
+                }
+                (n, &mut (*typcache).eq_opr_finfo as *mut pg_sys::FmgrInfo, attr.attcollation)
+            });
+            let registered_att = att.registry.then(|| {
+                let n = attnum(tupdesc, &att.registered_column(), &table);
+                check_type(tupdesc, n, &table, &[pg_sys::INT8OID], "bigint");
+                n
+            });
+            let shard = crate::citus::shard_distribution((*rel).rd_id);
+            // A scoped, registry or Citus attachment checks as before, per row.
+            let deferred = att.scope_column.is_none()
+                && !att.registry
+                && shard.is_none()
+                && crate::deferred::paired(rel, trigger);
             Setup {
+                registered_att,
+                shard,
+                scope,
                 attached_table: crate::partitions::attached_table(rel, trigger),
-                deferred: crate::deferred::paired(rel, trigger),
+                deferred,
                 att,
                 text_att,
                 fp_att,
@@ -659,7 +758,18 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     };
     let text = getattr(tuple, text_att, tupdesc);
     let text_changed = old.is_none_or(|old| !same_stored_bytes(getattr(old, text_att, tupdesc), text));
-    if !text_changed {
+    // An UPDATE that moves a row to another scope (site, tenant) is checked there, as a new text.
+    let scope_changed = match (old, setup.scope) {
+        (Some(old), Some((n, equal, collation))) if att.mode != Mode::None => {
+            match (getattr(old, n, tupdesc), getattr(tuple, n, tupdesc)) {
+                (None, None) => false,
+                (Some(a), Some(b)) => pg_sys::FunctionCall2Coll(equal, collation, a, b).value() == 0,
+                _ => true,
+            }
+        }
+        _ => false,
+    };
+    if !text_changed && !scope_changed {
         let old = old.expect("an UPDATE has an old row");
         if same_bigint(getattr(old, fp_att, tupdesc), getattr(tuple, fp_att, tupdesc)) {
             if partition {
@@ -689,7 +799,42 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // The INSERT half of a row moved to another partition is no new text.
     let moved =
         partition && op == pg_sys::TRIGGER_EVENT_INSERT && crate::partitions::is_row_move(trigger, fp);
-    if att.mode != Mode::None && text_changed && !moved {
+    if let (true, Some(n)) = (att.mode != Mode::None && text_changed, setup.registered_att) {
+        // The registry on the coordinator checked this fingerprint and wrote it with the row; a
+        // write that did not go through it is refused, never left unchecked.
+        let registered = getattr(tuple, n, tupdesc).map(|d| d.value() as i64 as u64);
+        if fp.is_some() && registered != fp {
+            let table = match &setup.shard {
+                Some(shard) => shard.table.clone(),
+                None => crate::search::qualified_name_of(rel.rd_id),
+            };
+            raise(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                message: format!(
+                    "simhash_trigger: writes of column \"{}\" of {table} are checked by its near-duplicate registry",
+                    att.text_column
+                ),
+                detail: Some(format!(
+                    "This write did not go through the registry (\"{}\" does not hold the text's fingerprint).",
+                    att.registered_column()
+                )),
+                hint: Some(format!(
+                    "INSERT through the view {}_{}_checked, which checks the registry on the coordinator.",
+                    table.trim_matches('"'),
+                    att.text_column
+                )),
+            });
+        }
+        return pg_sys::Datum::from(pg_sys::heap_modify_tuple_by_cols(
+            tuple,
+            tupdesc,
+            columns.len() as i32,
+            columns.as_mut_ptr(),
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        ));
+    }
+    if att.mode != Mode::None && (text_changed || scope_changed) && !moved {
         let flag_att = (att.mode == Mode::Flag).then(|| {
             setup.flag_att.unwrap_or_else(|| {
                 attnum(
@@ -699,7 +844,21 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 )
             })
         });
+        if let Some(shard) = &setup.shard {
+            check_shard_scope(att, shard, td.tg_relation);
+        }
+        let scope = setup.scope.map(|(n, equal, collation)| {
+            getattr(tuple, n, tupdesc).map(|value| ScopeFilter {
+                column: att.scope_column.as_deref().unwrap_or_default(),
+                value,
+                equal,
+                collation,
+            })
+        });
+        // A row whose scope value is NULL is in no scope: nobody's duplicate (as NULLs in a unique key).
+        let unscoped = matches!(scope, Some(None));
         let nearest = match fp {
+            Some(_) if unscoped => None,
             Some(fp) => {
                 // The locks key on the attached table: writers to different partitions meet.
                 let attached_table = setup.attached_table;
@@ -717,15 +876,31 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                     // simhash_check_trigger() checks the row once it is written (crate::deferred).
                     None
                 } else {
-                    let (key_columns, nearest) =
-                        find_nearest(td, fcinfo, att, fp, self_tid, flag_attr, fp_att, attached_table);
+                    let (key_columns, nearest) = find_nearest(
+                        td,
+                        fcinfo,
+                        att,
+                        fp,
+                        self_tid,
+                        flag_attr,
+                        fp_att,
+                        attached_table,
+                        scope.flatten().as_ref(),
+                    );
                     nearest.map(|n| (key_columns, n))
                 }
             }
             None => None,
         };
         match (att.mode, nearest) {
-            (Mode::Error, Some((key_columns, n))) => raise_duplicate(att, td.tg_relation, &key_columns, &n),
+            (Mode::Error, Some((key_columns, n))) => {
+                // A shard's error names its distributed table (as regclass text, unquoted).
+                let table = match &setup.shard {
+                    Some(shard) => shard.table.trim_matches('"').to_string(),
+                    None => crate::search::relation_name(td.tg_relation),
+                };
+                raise_duplicate(att, &table, &key_columns, &n)
+            }
             (Mode::Skip, Some(_)) => return pg_sys::Datum::from(0),
             (Mode::Flag, nearest) => {
                 let value = nearest.and_then(|(_, n)| n.flag_value);
@@ -804,12 +979,55 @@ unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             None,
             setup.fp_att,
             setup.attached_table,
+            None,
         );
         if let Some(n) = nearest {
-            raise_duplicate(&setup.att, rel, &key_columns, &n);
+            raise_duplicate(&setup.att, &crate::search::relation_name(rel), &key_columns, &n);
         }
     }
     pg_sys::Datum::from(0)
+}
+
+/// On a shard of a Citus table, the trigger sees that shard's rows only: it checks a write only
+/// where that is exact, among rows with the write's value of the distribution column, and refuses
+/// otherwise (a check of one shard would let near-duplicates on other shards through unseen).
+unsafe fn check_shard_scope(att: &Attachment, shard: &crate::citus::Distribution, rel: pg_sys::Relation) {
+    if shard.hash_distributed() && shard.column.is_some() && att.scope_column == shard.column {
+        return;
+    }
+    let column = shard.column.as_deref().unwrap_or("");
+    raise(EncodedError {
+        code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+        message: format!(
+            "simhash_trigger: near-duplicate checks on shard \"{}\" of Citus table {} would miss the rows of other shards",
+            crate::search::relation_name(rel),
+            shard.table
+        ),
+        detail: Some(if shard.hash_distributed() {
+            format!(
+                "on_duplicate => '{}' is scoped to {}, but the table is distributed by column \"{column}\".",
+                match att.mode {
+                    Mode::Error => "error",
+                    Mode::Skip => "skip",
+                    Mode::Flag => "flag",
+                    Mode::None => "none",
+                },
+                att.scope_column
+                    .as_deref()
+                    .map_or("the whole table".to_string(), |c| format!("column \"{c}\""))
+            )
+        } else {
+            "The table is a Citus reference or local table.".to_string()
+        }),
+        hint: Some(if shard.hash_distributed() {
+            format!(
+                "On the coordinator: SELECT simhash_detach(table); then simhash_attach(table, ..., scope => '{column}') \
+                 to reject near-duplicates among rows with the same {column}, or on_duplicate => 'none'."
+            )
+        } else {
+            "Detach it: simhash_attach() supports hash-distributed tables.".to_string()
+        }),
+    });
 }
 
 /// Compares two bigint datums (the fingerprint column of the old and new row).

@@ -278,10 +278,51 @@ pub fn lock_keys(fp: u64, k: u32) -> Vec<u32> {
     keys
 }
 
+/// The buckets of a fingerprint in a near-duplicate registry at distance k (issue 12): for each of
+/// the k+1 parts of [`lock_keys`], (that part's lock key, the part's value). Two fingerprints within
+/// k share a part's value (pigeonhole), so a registry that files every fingerprint under its buckets
+/// finds each near-duplicate in one of the query's buckets, and two near-duplicate writers share
+/// that bucket's lock key. Sorted by lock key.
+pub fn registry_buckets(fp: u64, k: u32) -> Vec<(u32, u64)> {
+    let parts = k + 1;
+    (0..parts)
+        .map(|p| {
+            let (start, end) = band_bits(p, parts);
+            let width = end - start;
+            let mask = if width >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
+            let value = (fp >> start) & mask;
+            ((p << 8) | (value as u32 & 0xff), value)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn registry_buckets_are_the_lock_keys_and_shared_by_near_duplicates(
+            fp in any::<u64>(), k in 0u32..=16, flips in proptest::collection::vec(0u32..64, 0..=16)
+        ) {
+            let buckets = registry_buckets(fp, k);
+            let keys: Vec<u32> = buckets.iter().map(|b| b.0).collect();
+            prop_assert_eq!(&keys, &lock_keys(fp, k));
+            let mut other = fp;
+            for f in flips.iter().take(k as usize) {
+                other ^= 1u64 << f;
+            }
+            if (fp ^ other).count_ones() <= k {
+                let theirs = registry_buckets(other, k);
+                prop_assert!(buckets.iter().any(|b| theirs.contains(b)));
+            }
+        }
+    }
 
     #[test]
     fn radii_sum_to_k_minus_n_plus_one() {

@@ -1,0 +1,60 @@
+# Shared by the Citus tests (issue 12): a Citus cluster of one coordinator and two workers, each a
+# throwaway PostgreSQL 15 server on loopback owned by postgres (ports 54371-54373, data under
+# /tmp/citus-simhash), with Citus and simhash_ext installed in the system PostgreSQL. Source it.
+
+source "$(dirname "${BASH_SOURCE[0]}")/../robustness/lib.sh"
+
+CITUS_DIR=/tmp/citus-simhash
+# SIMHASH_PACKAGE=DIR (`cargo pgrx package --out-dir DIR` output) runs the nodes on a private copy of
+# PostgreSQL with that build (scripts/common.sh, private_postgres): safe while the installed library
+# is replaced by another build.
+if [ -n "${SIMHASH_PACKAGE:-}" ]; then
+    private_postgres "$SIMHASH_PACKAGE" "$CITUS_DIR-postgres"
+fi
+CITUS_PORTS=(54371 54372 54373)
+COORDINATOR=${CITUS_PORTS[0]}
+PORT=$COORDINATOR
+DB=simhash
+
+# citus_installed: whether citus.so and citus.control are in the PostgreSQL of $PG_CONFIG.
+citus_installed() {
+    [ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ] &&
+        [ -f "$("$PG_CONFIG" --sharedir)/extension/citus.control" ]
+}
+
+# qn PORT SQL... : like q, on the node listening on PORT, database $DB.
+qn() {
+    local port=$1
+    shift
+    "$PSQL" -X -q -v ON_ERROR_STOP=1 -At -h /tmp -p "$port" -U postgres -d "$DB" "$@"
+}
+
+# start_cluster: three fresh nodes, the workers added to the coordinator's metadata, Citus and
+# simhash_ext created in database $DB (CREATE EXTENSION simhash_ext on the coordinator reaches the
+# workers through Citus).
+start_cluster() {
+    local i
+    for i in 0 1 2; do
+        start_server "$CITUS_DIR/node$i" "${CITUS_PORTS[$i]}" shared_preload_libraries=citus \
+            max_connections=60 max_prepared_transactions=120
+        DB=postgres qn "${CITUS_PORTS[$i]}" -c "CREATE DATABASE $DB"
+        qn "${CITUS_PORTS[$i]}" -c "CREATE EXTENSION citus"
+    done
+    qn "$COORDINATOR" >/dev/null <<SQL
+SELECT citus_set_coordinator_host('127.0.0.1', ${CITUS_PORTS[0]});
+SELECT citus_add_node('127.0.0.1', ${CITUS_PORTS[1]});
+SELECT citus_add_node('127.0.0.1', ${CITUS_PORTS[2]});
+CREATE EXTENSION simhash_ext;
+SQL
+}
+
+stop_cluster() {
+    local i
+    for i in 0 1 2; do stop_server "$CITUS_DIR/node$i"; done
+}
+
+# Stops the cluster on exit, also when a check fails; removes its files after a success and keeps
+# them (server logs in $CITUS_DIR/node*/server.log) after a failure.
+on_exit_stop_cluster() {
+    trap 'rc=$?; stop_cluster; [ $rc -ne 0 ] || rm -rf "$CITUS_DIR"' EXIT
+}

@@ -1,0 +1,325 @@
+#!/usr/bin/env bash
+# simhash_ext on a Citus cluster (issue 12): a coordinator and two workers on loopback (ports
+# 54371-54373), Citus and simhash_ext installed in the system PostgreSQL 15. Checks that an attached
+# distributed table has its fingerprints, band indexes and trigger on every shard, that lookups,
+# pairs and clusters from the coordinator equal brute force over all shards, that near-duplicates
+# are rejected exactly per value of the distribution column under concurrent writers, and that every
+# check that could not be exact is refused with SQLSTATE 0A000.
+#
+# Prints "skipped: ..." and exits 77 when Citus is not installed (README: Scaling out with Citus).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+if ! citus_installed; then
+    echo "skipped: Citus is not installed for $PG_CONFIG"
+    exit 77
+fi
+on_exit_stop_cluster
+start_cluster
+measure "Citus" "$(qn "$COORDINATOR" -c "SELECT extversion FROM pg_extension WHERE extname = 'citus'")"
+expect "simhash_ext created on both workers by CREATE EXTENSION on the coordinator" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg(result, ',') FROM run_command_on_workers(
+        \$\$SELECT extversion FROM pg_extension WHERE extname = 'simhash_ext'\$\$)")" \
+    "$(qn "$COORDINATOR" -c "SELECT extversion || ',' || extversion FROM pg_extension WHERE extname = 'simhash_ext'")"
+
+# A corpus of real sentences (tests/data) in 12 sites, with near-duplicates planted across sites.
+qn "$COORDINATOR" -v sample="$(sample_text)" >/dev/null <<'SQL'
+SET citus.shard_count = 8;
+CREATE TEMP TABLE sentences AS
+  SELECT row_number() OVER () AS n, s
+  FROM regexp_split_to_table(:'sample', '(?<=[。！？.])\s*') s WHERE length(s) > 12;
+CREATE TABLE articles (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('articles', 'site');
+INSERT INTO articles
+  SELECT i % 12, i, a.s || ' ' || b.s
+  FROM generate_series(0, 2999) i
+  CROSS JOIN (SELECT count(*) AS c FROM sentences) k
+  JOIN sentences a ON a.n = 1 + i % k.c
+  JOIN sentences b ON b.n = 1 + (i / k.c + 1 + i % k.c) % k.c;
+-- Near-duplicates in other sites: punctuation changed, a word added, the first word dropped.
+INSERT INTO articles SELECT (site + 5) % 12, id + 10000, regexp_replace(body, '[.。]$', '!') FROM articles WHERE id % 50 = 0;
+INSERT INTO articles SELECT (site + 7) % 12, id + 20000, body || ' Reuters' FROM articles WHERE id % 70 = 1;
+INSERT INTO articles SELECT (site + 3) % 12, id + 30000, regexp_replace(body, '^\S+\s+', '') FROM articles WHERE id % 90 = 2;
+SQL
+rows=$(qn "$COORDINATOR" -c "SELECT count(*) FROM articles")
+measure "rows in articles (12 sites, 8 shards)" "$rows"
+
+echo "-- attach a distributed table"
+expect "attach with on_duplicate 'error' and no scope is refused" \
+    "$(sqlstate "$DB" "SELECT simhash_attach('articles', 'body', on_duplicate => 'error')")" 0A000
+expect_contains "the refusal says which scope would be exact" \
+    "$(error_text "$DB" "SELECT simhash_attach('articles', 'body', on_duplicate => 'skip')")" "scope => 'site'"
+expect "a scope that is not the distribution column is refused" \
+    "$(sqlstate "$DB" "SELECT simhash_attach('articles', 'body', scope => 'id')")" 0A000
+start=$(now_ms)
+qn "$COORDINATOR" -c "SELECT simhash_attach('articles', 'body')" >/dev/null
+measure "simhash_attach on $rows rows (ms)" $(($(now_ms) - start))
+expect "every row fingerprinted on the shards, as simhash() computes it" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FILTER (WHERE body_simhash IS DISTINCT FROM simhash(body)),
+                                    count(*) FILTER (WHERE body_band2 IS DISTINCT FROM simhash_band(body_simhash, 2, 4))
+                             FROM articles")" "0|0"
+expect "each of the 8 shards has the 4 band indexes (band INCLUDE fingerprint) and the trigger" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FILTER (WHERE result = '4|1') FROM run_command_on_shards('articles', \$\$
+        SELECT (SELECT count(*) FROM pg_index i WHERE i.indrelid = '%1\$s'::regclass AND i.indnatts = 2
+                  AND pg_get_indexdef(i.indexrelid) ~ 'body_band[0-3]\) INCLUDE \(body_simhash\)')
+               || '|' || (SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = '%1\$s'::regclass
+                            AND t.tgfoid = 'simhash_trigger'::regproc)\$\$)")" 8
+qn "$COORDINATOR" -c "INSERT INTO articles VALUES (3, 50000, 'The city council approved the budget for protected bike lanes on Monday.')"
+expect "a row inserted later is fingerprinted by the trigger on its shard" \
+    "$(qn "$COORDINATOR" -c "SELECT body_simhash = simhash(body) FROM articles WHERE id = 50000")" t
+
+echo "-- lookups from the coordinator equal brute force over every shard"
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TABLE lookup_check AS SELECT 0 AS queries, 0 AS found, 0 AS mismatches;
+DO $$
+DECLARE
+  q bigint;
+  k int;
+  got text[];
+  want text[];
+  n int := 0;
+  nfound int := 0;
+  bad int := 0;
+BEGIN
+  -- Fingerprints of rows, and the same with 1 to 6 bits flipped: queries at distances 0 to 9.
+  FOR q IN SELECT body_simhash # (CASE WHEN id % 3 = 0 THEN 0 ELSE (1::bigint << (id % 61)::int) | (1::bigint << (id % 13)::int) END)
+                                 # (CASE WHEN id % 5 = 0 THEN (7::bigint << 40) ELSE 0 END)
+           FROM articles WHERE id % 97 = 0 ORDER BY id LOOP
+    FOREACH k IN ARRAY ARRAY[0, 3, 7, 9] LOOP
+      SELECT coalesce(array_agg(ROW((x.item).site, (x.item).id)::text || ':' || x.distance
+                                ORDER BY (x.item).site, (x.item).id), '{}') INTO got
+      FROM simhash_near_duplicates(NULL::articles, q, k) x;
+      SELECT coalesce(array_agg(ROW(a.site, a.id)::text || ':' || hamming(a.body_simhash, q) ORDER BY a.site, a.id), '{}') INTO want
+      FROM articles a WHERE hamming(a.body_simhash, q) <= k;
+      n := n + 1;
+      nfound := nfound + cardinality(want);
+      IF got IS DISTINCT FROM want THEN
+        bad := bad + 1;
+        RAISE WARNING 'lookup of % at k %: got %, want %', q, k, got, want;
+      END IF;
+    END LOOP;
+  END LOOP;
+  UPDATE lookup_check SET queries = n, found = nfound, mismatches = bad;
+END $$;
+SQL
+IFS='|' read -r lookups found mismatches < <(qn "$COORDINATOR" -c "SELECT queries, found, mismatches FROM lookup_check")
+measure "lookups checked against brute force (k 0, 3, 7, 9)" "$lookups lookups, $found rows found"
+expect "simhash_near_duplicates(fingerprint) equals a scan of all shards" "$mismatches" 0
+((found > lookups)) || fail "the lookups found too few rows ($found) to show anything"
+expect "simhash_near_duplicates(text) finds the planted near-duplicates in other sites" \
+    "$(qn "$COORDINATOR" -v body="$(qn "$COORDINATOR" -c "SELECT body FROM articles WHERE id = 100")" <<'SQL'
+SELECT string_agg(ROW((n.item).site, (n.item).id)::text || ':' || n.distance, ' ' ORDER BY n.distance, (n.item).site, (n.item).id)
+FROM simhash_near_duplicates(NULL::articles, :'body') n;
+SQL
+)" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg(ROW(b.site, b.id)::text || ':' || hamming(a.body_simhash, b.body_simhash), ' '
+                                    ORDER BY hamming(a.body_simhash, b.body_simhash), b.site, b.id)
+                             FROM (SELECT body_simhash FROM articles WHERE id = 100) a, articles b
+                             WHERE hamming(a.body_simhash, b.body_simhash) <= 7")"
+expect_match "the lookup reads the band indexes on the shards (without sequential scans: the shards are small)" \
+    "$(qn "$COORDINATOR" -c "SELECT simhash_near_duplicates_sql('articles', body_simhash) FROM articles WHERE id = 100" |
+        { read -r sql; qn "$COORDINATOR" -c "SET citus.propagate_set_commands = 'local'" -c "BEGIN" \
+            -c "SET LOCAL enable_seqscan = off" -c "EXPLAIN (COSTS OFF) $sql" -c "COMMIT"; })" \
+    "BitmapOr.*Bitmap Index Scan on articles_body_band0_body_simhash_idx_[0-9]+.*Bitmap Index Scan on articles_body_band3_body_simhash_idx_[0-9]+"
+expect "a lookup filtered to one site goes to one shard (router query)" \
+    "$(qn "$COORDINATOR" -c "SELECT simhash_near_duplicates_sql('articles', body_simhash, filter => 't.site = 4') FROM articles WHERE id = 100" |
+        { read -r sql; qn "$COORDINATOR" -c "EXPLAIN (COSTS OFF) $sql" | grep -c 'Task Count: 1'; })" 1
+
+echo "-- simhash_pairs and simhash_clusters over all shards"
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TEMP TABLE fps AS SELECT site, id, body_simhash AS fp FROM articles;
+CREATE TEMP TABLE want AS
+  SELECT ROW(a.site, a.id)::text AS key_a, ROW(b.site, b.id)::text AS key_b, hamming(a.fp, b.fp) AS distance
+  FROM fps a JOIN fps b ON (a.site, a.id) < (b.site, b.id) AND hamming(a.fp, b.fp) <= 7;
+CREATE TABLE pairs_check AS
+  SELECT (SELECT count(*) FROM want) AS want,
+         (SELECT count(*) FROM (SELECT * FROM simhash_pairs('articles') EXCEPT SELECT * FROM want) x) AS extra,
+         (SELECT count(*) FROM (SELECT * FROM want EXCEPT SELECT * FROM simhash_pairs('articles')) x) AS missed;
+SQL
+IFS='|' read -r want extra missed < <(qn "$COORDINATOR" -c "SELECT want, extra, missed FROM pairs_check")
+measure "pairs within distance 7 (brute force over all shards)" "$want"
+((want > 50)) || fail "too few pairs ($want) to show anything"
+expect "simhash_pairs equals brute force: none extra, none missed" "$extra|$missed" "0|0"
+expect "simhash_clusters: every row once, each pair in one cluster" \
+    "$(qn "$COORDINATOR" -c "CREATE TEMP TABLE c AS SELECT * FROM simhash_clusters('articles')" \
+        -c "SELECT (SELECT count(*) FROM c) || '|' || (SELECT count(DISTINCT key) FROM c) || '|' ||
+                   (SELECT count(*) FROM simhash_pairs('articles') p JOIN c ca ON ca.key = p.key_a JOIN c cb ON cb.key = p.key_b
+                    WHERE ca.representative <> cb.representative)")" "$((rows + 1))|$((rows + 1))|0"
+expect "simhash_lookup_cost is refused on a distributed table" \
+    "$(sqlstate "$DB" "SELECT * FROM simhash_lookup_cost('articles', 1)")" 0A000
+expect "renaming the attached column of a distributed table is refused" \
+    "$(sqlstate "$DB" "ALTER TABLE articles RENAME COLUMN body TO content")" 0A000
+qn "$COORDINATOR" -c "CREATE TABLE nokey (site int, body text)" -c "SELECT create_distributed_table('nokey', 'site')" \
+    -c "SELECT simhash_attach('nokey', 'body')" >/dev/null
+expect "simhash_pairs on a distributed table without a primary key is refused (a ctid names a row in one shard)" \
+    "$(sqlstate "$DB" "SELECT * FROM simhash_pairs('nokey')")" 0A000
+qn "$COORDINATOR" -c "CREATE TABLE ref (id int PRIMARY KEY, body text)" -c "SELECT create_reference_table('ref')" >/dev/null
+expect "a reference table is refused" "$(sqlstate "$DB" "SELECT simhash_attach('ref', 'body')")" 0A000
+qn "$COORDINATOR" -c "SELECT simhash_detach('articles')" >/dev/null
+expect "simhash_detach removes the columns, indexes and trigger from every shard" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FILTER (WHERE result = '0|0') FROM run_command_on_shards('articles', \$\$
+        SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = '%1\$s'::regclass AND attname LIKE 'body\\_%%' AND NOT attisdropped)
+               || '|' || (SELECT count(*) FROM pg_trigger WHERE tgrelid = '%1\$s'::regclass AND NOT tgisinternal)\$\$)")" 8
+
+echo "-- near-duplicates rejected per site (scope => the distribution column)"
+qn "$COORDINATOR" >/dev/null <<'SQL'
+SET citus.shard_count = 8;
+CREATE TABLE posts (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('posts', 'site');
+SELECT simhash_attach('posts', 'body', on_duplicate => 'error', scope => 'site');
+INSERT INTO posts VALUES (1, 1, 'The city council approved the budget for protected bike lanes on Monday.');
+SQL
+expect "a near-duplicate in the same site is rejected (23505)" \
+    "$(sqlstate "$DB" "INSERT INTO posts VALUES (1, 2, 'The city council approved the budget for protected bike lanes on Monday!')")" 23505
+expect_contains "the error names the distributed table and the existing row's key" \
+    "$(error_text "$DB" "INSERT INTO posts VALUES (1, 3, 'On Monday the city council approved a budget for protected bike lanes.')")" \
+    'relation "posts"'
+expect "the same text in another site is accepted" \
+    "$(sqlstate "$DB" "INSERT INTO posts VALUES (2, 2, 'The city council approved the budget for protected bike lanes on Monday!')")" 00000
+expect "an UPDATE that makes a row a near-duplicate in its site is rejected" \
+    "$(sqlstate "$DB" "INSERT INTO posts VALUES (1, 4, 'Volunteers hauled half a ton of trash from the beach at Sandy Point.');
+                       UPDATE posts SET body = 'The city council approved the budget for protected bike lanes on Monday' WHERE site = 1 AND id = 4")" 23505
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TABLE posts_flag (site text, id bigint, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('posts_flag', 'site');
+SELECT simhash_attach('posts_flag', 'body', on_duplicate => 'flag', scope => 'site');
+INSERT INTO posts_flag VALUES ('a', 1, 'The city council approved the budget for protected bike lanes on Monday.');
+INSERT INTO posts_flag VALUES ('a', 2, 'The city council approved the budget for protected bike lanes on Monday!');
+INSERT INTO posts_flag VALUES ('b', 3, 'The city council approved the budget for protected bike lanes on Monday!');
+SQL
+expect "flag mode records the key of the near-duplicate in the same site only" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg(id || ':' || coalesce(body_duplicate_of, '-'), ' ' ORDER BY id) FROM posts_flag")" \
+    "1:- 2:a, 1 3:-"
+
+# Concurrent writers: WRITERS sessions each insert the same TEXTS texts (in a different order and
+# punctuation, fingerprints identical) into sites 1..3, each in its own transaction held open for
+# 30 ms after the insert. Exactly one copy of each text may commit per site.
+WRITERS=6
+TEXTS=24
+qn "$COORDINATOR" -v sample="$(sample_text)" >/dev/null <<SQL
+CREATE TABLE race_texts AS
+  SELECT row_number() OVER () AS n, s
+  FROM regexp_split_to_table(:'sample', '(?<=[。！？.])\s*') s WHERE length(s) > 40 LIMIT $TEXTS;
+SQL
+for w in $(seq 1 "$WRITERS"); do
+    script=$CITUS_DIR/writer$w.sql
+    : >"$script"
+    for n in $(seq 1 "$TEXTS" | shuf --random-source=<(yes "$w")); do
+        printf "BEGIN;\nINSERT INTO posts SELECT 10 + %d %% 3, %d, s || repeat('!', %d) FROM race_texts WHERE n = %d;\nSELECT pg_sleep(0.03);\nCOMMIT;\n" \
+            "$n" $((w * 1000 + n)) "$w" "$n" >>"$script"
+    done
+done
+start=$(now_ms)
+for w in $(seq 1 "$WRITERS"); do
+    "$PSQL" -X -q -h /tmp -p "$COORDINATOR" -U postgres -d "$DB" -f "$CITUS_DIR/writer$w.sql" >"$CITUS_DIR/writer$w.out" 2>&1 &
+done
+wait
+measure "concurrent writers: $WRITERS x $TEXTS inserts (ms)" $(($(now_ms) - start))
+rejected=$(cat "$CITUS_DIR"/writer*.out | grep -c 'near-duplicate text' || true)
+expect "each text committed once per site" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) || '|' || count(DISTINCT simhash(body)) FROM posts WHERE site >= 10")" "$TEXTS|$TEXTS"
+expect "every other concurrent copy was rejected with 23505" "$rejected" $(((WRITERS - 1) * TEXTS))
+
+echo "-- attached before distribution"
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TABLE early (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT simhash_attach('early', 'body', on_duplicate => 'error');
+SET citus.enable_unsafe_triggers = on;
+SELECT create_distributed_table('early', 'site');
+CREATE TABLE early_scoped (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT simhash_attach('early_scoped', 'body', on_duplicate => 'error', scope => 'site');
+SELECT create_distributed_table('early_scoped', 'site');
+SQL
+expect "a table attached without scope and then distributed refuses checked writes (0A000)" \
+    "$(sqlstate "$DB" "INSERT INTO early VALUES (1, 1, 'The city council approved the budget for protected bike lanes on Monday.')")" 0A000
+expect_contains "the refusal says how to attach it" \
+    "$(error_text "$DB" "INSERT INTO early VALUES (1, 1, 'The city council approved the budget for protected bike lanes on Monday.')")" \
+    "scope => 'site'"
+expect "a table attached with scope => its distribution column works once distributed" \
+    "$(qn "$COORDINATOR" -c "INSERT INTO early_scoped VALUES (1, 1, 'The city council approved the budget for protected bike lanes on Monday.')" \
+        -c "INSERT INTO early_scoped VALUES (2, 2, 'The city council approved the budget for protected bike lanes on Monday.')"
+       sqlstate "$DB" "INSERT INTO early_scoped VALUES (1, 3, 'The city council approved the budget for protected bike lanes on Monday!')")" 23505
+expect "... and only its first two rows are there" "$(qn "$COORDINATOR" -c "SELECT count(*) FROM early_scoped")" 2
+
+echo "-- near-duplicates rejected across the whole distributed table (registry => true)"
+qn "$COORDINATOR" -v sample="$(sample_text)" >/dev/null <<'SQL'
+SET citus.shard_count = 8;
+CREATE TABLE feed (site int, id bigserial, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('feed', 'site');
+INSERT INTO feed (site, body) SELECT site, body FROM articles WHERE id < 400;
+CREATE TABLE race_singles AS SELECT n, s FROM race_texts;
+SQL
+expect "registry => true on a table that is not distributed is refused" \
+    "$(sqlstate "$DB" "SELECT simhash_attach('race_singles', 's', on_duplicate => 'error', registry => true)")" 22023
+qn "$COORDINATOR" -c "SELECT simhash_attach('feed', 'body', on_duplicate => 'error', registry => true)" >/dev/null
+expect "the rows already there are filed in the registry under k + 1 = 8 buckets each" \
+    "$(qn "$COORDINATOR" -c "SELECT (SELECT count(*) FROM feed_body_registry) = 8 * (SELECT count(*) FROM feed WHERE body_simhash IS NOT NULL)")" t
+expect "the registry and its lock rows are distributed by bucket, co-located" \
+    "$(qn "$COORDINATOR" -c "SELECT count(DISTINCT colocation_id) || '|' || string_agg(distribution_column, ',' ORDER BY table_name::text)
+                             FROM citus_tables WHERE table_name::text LIKE 'feed_body_registry%'")" "1|lock_key,lock_key"
+expect "an INSERT into the table itself is refused: it did not go through the registry" \
+    "$(sqlstate "$DB" "INSERT INTO feed (site, body) VALUES (1, 'A quiet week in the valley: cranes return to the wetlands as spring arrives.')")" 0A000
+expect_contains "the refusal names the view to write through" \
+    "$(error_text "$DB" "INSERT INTO feed (site, body) VALUES (1, 'A quiet week in the valley: cranes return to the wetlands as spring arrives.')")" \
+    "feed_body_checked"
+expect "an UPDATE of the text on the table itself is refused too" \
+    "$(sqlstate "$DB" "UPDATE feed SET body = 'A quiet week in the valley: cranes return to the wetlands as spring arrives.' WHERE id = 1")" 0A000
+expect "a near-duplicate of a row of another site, written through the view, is rejected (23505)" \
+    "$(qn "$COORDINATOR" -c "SELECT site FROM feed WHERE id = 5" |
+        { read -r site; sqlstate "$DB" "INSERT INTO feed_body_checked (site, body)
+                                        SELECT ($site + 1) % 12, regexp_replace(body, '[.。]$', '!') FROM feed WHERE id = 5"; })" 23505
+expect "a new text through the view is accepted, fingerprinted and registered" \
+    "$(qn "$COORDINATOR" -c "INSERT INTO feed_body_checked (site, body) VALUES (7, 'A quiet week in the valley: cranes return to the wetlands as spring arrives.')" \
+        -c "SELECT body_registered = body_simhash AND body_simhash = simhash(body) FROM feed WHERE body LIKE 'A quiet week%'")" t
+
+# Concurrent writers through the view, each into its own site (sites live on different shards
+# and workers): exactly one copy of each text may commit in the whole table, none of a text that
+# has a near-duplicate there already.
+fresh=$(qn "$COORDINATOR" -c "SELECT count(*) FROM race_texts r WHERE NOT EXISTS (SELECT FROM simhash_near_duplicates(NULL::feed, r.s))")
+measure "registry: race texts without a near-duplicate in the table" "$fresh of $TEXTS"
+((fresh >= TEXTS / 2)) || fail "too few fresh race texts ($fresh) to show anything"
+for w in $(seq 1 "$WRITERS"); do
+    script=$CITUS_DIR/feed$w.sql
+    : >"$script"
+    for n in $(seq 1 "$TEXTS" | shuf --random-source=<(yes "x$w")); do
+        printf "BEGIN;\nINSERT INTO feed_body_checked (site, body) SELECT %d, s || repeat('!', %d) FROM race_texts WHERE n = %d;\nSELECT pg_sleep(0.03);\nCOMMIT;\n" \
+            "$w" "$w" "$n" >>"$script"
+    done
+done
+start=$(now_ms)
+for w in $(seq 1 "$WRITERS"); do
+    "$PSQL" -X -q -h /tmp -p "$COORDINATOR" -U postgres -d "$DB" -f "$CITUS_DIR/feed$w.sql" >"$CITUS_DIR/feed$w.out" 2>&1 &
+done
+wait
+measure "registry: $WRITERS writers in $WRITERS sites x $TEXTS inserts (ms)" $(($(now_ms) - start))
+rejected=$(cat "$CITUS_DIR"/feed*.out | grep -c 'near-duplicate text' || true)
+others=$(cat "$CITUS_DIR"/feed*.out | grep 'ERROR' | grep -v 'near-duplicate text' | grep -vc 'transaction is aborted' || true)
+expect "each fresh text committed once in the whole table, whichever site" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) || '|' || count(DISTINCT body_simhash) || '|' || (count(DISTINCT site) > 1)
+                             FROM feed WHERE body_simhash IN (SELECT simhash(s) FROM race_texts)")" "$fresh|$fresh|true"
+expect "every other copy was rejected with 23505, and nothing else failed" "$rejected|$others" \
+    "$((WRITERS * TEXTS - fresh))|0"
+expect "no two rows written through the registry are near-duplicates" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FROM simhash_pairs('feed') p
+                             WHERE p.key_a IN (SELECT ROW(site, id)::text FROM feed WHERE id > 400)
+                                OR p.key_b IN (SELECT ROW(site, id)::text FROM feed WHERE id > 400)")" 0
+qn "$COORDINATOR" -c "SELECT simhash_detach('feed')" >/dev/null
+expect "simhash_detach drops the view, the registry and its lock rows" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'feed\_body\_%'")" 0
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TABLE flagged (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('flagged', 'site');
+SELECT simhash_attach('flagged', 'body', on_duplicate => 'flag', registry => true);
+INSERT INTO flagged_body_checked VALUES (1, 1, 'The city council approved the budget for protected bike lanes on Monday.');
+INSERT INTO flagged_body_checked VALUES (2, 2, 'The city council approved the budget for protected bike lanes on Monday!');
+INSERT INTO flagged_body_checked VALUES (3, 3, 'Volunteers hauled half a ton of trash from the beach at Sandy Point on Saturday.');
+CREATE TABLE skipped (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('skipped', 'site');
+SELECT simhash_attach('skipped', 'body', on_duplicate => 'skip', registry => true);
+INSERT INTO skipped_body_checked VALUES (1, 1, 'The city council approved the budget for protected bike lanes on Monday.');
+INSERT INTO skipped_body_checked VALUES (2, 2, 'The city council approved the budget for protected bike lanes on Monday!');
+SQL
+expect "registry, flag mode: the row goes in with the key of its near-duplicate in another site" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg(site || ':' || coalesce(body_duplicate_of, '-'), ' ' ORDER BY site) FROM flagged")" \
+    "1:- 2:1, 1 3:-"
+expect "registry, skip mode: the near-duplicate in another site is dropped" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg(site::text, ' ' ORDER BY site) FROM skipped")" "1"
