@@ -328,7 +328,7 @@ impl ScopeFilter<'_> {
 /// table, or every leaf partition of the attached partitioned table), as (distance, table, ctid),
 /// leaving out the row at `self_tid` of `heap`, and with a scope only among rows of its value.
 #[allow(clippy::too_many_arguments)] // the trigger's state, passed down once per checked write
-pub unsafe fn nearest_row(
+unsafe fn nearest_row(
     heap: pg_sys::Relation,
     attached_table: pg_sys::Oid,
     att: &Attachment,
