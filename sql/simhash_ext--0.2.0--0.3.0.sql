@@ -1,5 +1,5 @@
 -- simhash_ext 0.2.0 -> 0.3.0. DDL taken from `cargo pgrx schema pg15` of 0.3.0; not to be edited once released.
---   * algorithm v2: tokenizer 'bigram', weightings 'logtf' and 'logtfidf', option fold; new defaults of
+--   * algorithm v2: tokenizer 'bigram', weightings 'logtf', 'logtfidf' and 'logtfedge', option fold; new defaults of
 --     simhash(), simhash_features() and simhash_attach() (max_distance 7); every explicit 0.2.0 option
 --     set keeps its fingerprint, and attached tables keep theirs (their trigger names their options);
 --   * lookups are exact at every distance on four 16-bit bands: simhash_near_duplicates() is now a C
@@ -17,7 +17,7 @@
 --     simhash_ddl_command_start prepares a table for ATTACH PARTITION (simhash_prepare_partition())
 --     and makes the derived columns and the trigger follow a renamed text column
 --     (simhash_rename_column());
---   * new simhash_explain(a, b, <options>): the distance of two texts with the features and bits behind it.
+--   * new simhash_explain(a, b, <options>): the distance of two texts with the features and bits behind it;
 --   * Citus (issue 12): simhash_attach() takes scope (duplicates are checked among rows with the same
 --     value of that column; recorded as the trigger's tenth argument and in simhash_attachment's new
 --     scope_column) and attaches hash-distributed tables (new internal simhash_distribution());
@@ -26,7 +26,10 @@
 --     query that Citus runs on every shard; simhash_attach(..., registry => true) makes a registry
 --     of the fingerprints distributed by bucket (new simhash_registry_buckets()), a view to write
 --     through and its trigger (new internal simhash_registry_insert()); simhash_attachment's new
---     registry says which.
+--     registry says which;
+--   * on_duplicate => 'error' checks the rows of an INSERT together at the end of the statement: a second
+--     trigger "simhash_<column>$chk" AFTER INSERT calls the new simhash_check_trigger() (tables attached
+--     before keep checking row by row).
 -- Stored fingerprints, band columns, indexes and triggers are unchanged.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.3.0'" to load this file. \quit
 
@@ -146,6 +149,10 @@ CREATE  FUNCTION "simhash_lookup_cost"(
 STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_lookup_cost_wrapper';
+
+CREATE FUNCTION simhash_check_trigger() RETURNS trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_check_trigger';
+COMMENT ON FUNCTION simhash_check_trigger() IS
+  'Checks the rows an INSERT wrote into a table attached with on_duplicate => ''error'', once per statement';
 
 CREATE  FUNCTION "simhash_registry_buckets"(
 	"fingerprint" bigint, /* i64 */
@@ -364,6 +371,10 @@ BEGIN
     RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', 'simhash_' || text_column, taken_in
       USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
   END IF;
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = 'simhash_' || text_column || '$chk') THEN
+    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', 'simhash_' || text_column || '$chk',
+      table_name USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
+  END IF;
   IF on_duplicate = 'flag' AND (SELECT count(*) FROM @extschema@.simhash_primary_key(table_name)) = 1 THEN
     SELECT p.atttype INTO key_type FROM @extschema@.simhash_primary_key(table_name) p;
   END IF;
@@ -459,6 +470,14 @@ BEGIN
                    registry_table, lock_table);
     PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
   END IF;
+  IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition AND dist_method IS NULL AND scope IS NULL
+     AND NOT registry THEN
+    -- The duplicate check of INSERTs, once per statement for all its rows (src/deferred.rs).
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW '
+                   'EXECUTE FUNCTION @extschema@.simhash_check_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                   'simhash_' || text_column || '$chk', table_name, text_column, nbands, max_distance, on_duplicate,
+                   tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold);
+  END IF;
 END
 $$;
 COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean) IS
@@ -530,6 +549,9 @@ BEGIN
   END IF;
   -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
   EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name || '$chk') THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name || '$chk', att.table_name);
+  END IF;
   EXECUTE format('ALTER TABLE %s %s, DROP COLUMN %I%s', att.table_name,
                  (SELECT string_agg(format('DROP COLUMN %I', b), ', ') FROM unnest(att.band_columns) b),
                  att.fingerprint_column,
@@ -818,6 +840,19 @@ BEGIN
                    CASE WHEN att.scope_column IS NOT NULL THEN format(', %L', att.scope_column) ELSE '' END);
     IF enabled = 'D' THEN
       EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name);
+    END IF;
+    SELECT t.tgenabled INTO enabled FROM pg_trigger t
+    WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name || '$chk';
+    IF FOUND THEN
+      EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name || '$chk', table_name);
+      EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW '
+                     'EXECUTE FUNCTION @extschema@.simhash_check_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                     'simhash_' || new_name || '$chk', table_name, new_name, cardinality(att.band_columns),
+                     att.max_distance, att.on_duplicate, att.tokenizer, att.shingle, att.weighting,
+                     CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold);
+      IF enabled = 'D' THEN
+        EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name || '$chk');
+      END IF;
     END IF;
   END LOOP;
 END

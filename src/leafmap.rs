@@ -502,15 +502,15 @@ unsafe fn find_leaf(
 /// read from is known here, and pages are read without their lock, so what is read may be stale or
 /// torn: it only chooses addresses to prefetch inside those pages, and the probe itself reads the
 /// page under its lock.
-unsafe fn prefetch(leaves: &[Listed], values: &[i32]) {
-    const MAX: usize = 64;
+unsafe fn prefetch(leaves: &[Listed], values: &[i32], at: &mut [usize; PREFETCHED]) {
+    const MAX: usize = PREFETCHED;
     // (page, value, the bounds of its list entry, the right-link if known)
     let mut pages = [(std::ptr::null::<u8>(), 0i64, 0i64, 0i64, None); MAX];
     let mut n = 0;
-    for &value in values.iter().take(MAX) {
+    for (&value, at) in values.iter().zip(at.iter_mut()) {
         let value = i64::from(value);
-        let at = leaves.partition_point(|l| l.low < value).saturating_sub(1);
-        let entry = &leaves[at];
+        *at = listed_leaf(leaves, value);
+        let entry = &leaves[*at];
         if entry.recent <= 0 {
             continue;
         }
@@ -524,7 +524,7 @@ unsafe fn prefetch(leaves: &[Listed], values: &[i32]) {
             page,
             value,
             entry.low,
-            list_high(leaves, at),
+            list_high(leaves, *at),
             entry.seen.map(|s| s.next),
         );
         n += 1;
@@ -574,10 +574,11 @@ unsafe fn read_equal(
     limit: usize,
     out: &mut Vec<Entry>,
 ) -> Option<u32> {
-    prefetch(leaves, values);
+    let mut listed = [0usize; PREFETCHED];
+    prefetch(leaves, values, &mut listed);
     let mut all_moves = 0;
     let mut current: Option<Leaf> = None;
-    for &value in values {
+    for (i, &value) in values.iter().enumerate() {
         let value = i64::from(value);
         if out.len() >= limit {
             break;
@@ -586,9 +587,10 @@ unsafe fn read_equal(
             Some(leaf) if leaf.holds(value) => leaf,
             held => {
                 drop(held);
-                // The last leaf whose lowest key is below the value: entries equal to it cannot
-                // lie further left, since a page's lowest key is at most what the list says.
-                let at = leaves.partition_point(|l| l.low < value).saturating_sub(1);
+                let at = match listed.get(i) {
+                    Some(&at) => at,
+                    None => listed_leaf(leaves, value),
+                };
                 let (low, block) = (leaves[at].low, leaves[at].block);
                 let mut moves = 0;
                 let mut leaf = find_leaf(
@@ -650,6 +652,15 @@ unsafe fn read_equal(
     Some(all_moves)
 }
 
+/// How many of a band's values [`prefetch`] looks ahead for.
+const PREFETCHED: usize = 64;
+
+/// The list entry where entries equal to `value` start: the last leaf whose lowest key is below the
+/// value. They cannot lie further left, since a page's lowest key is at most what the list says.
+fn listed_leaf(leaves: &[Listed], value: i64) -> usize {
+    leaves.partition_point(|l| l.low < value).saturating_sub(1)
+}
+
 /// The offset of the first item of a leaf page whose key is not below `value` (`last + 1` if none),
 /// given bounds on the keys of the page: `low` below `value`, `high` at or above it.
 ///
@@ -667,6 +678,19 @@ fn first_not_below(page: &Page, first: u16, last: u16, value: i64, low: i64, hig
     let (mut lo, mut hi) = (i64::from(first) - 1, i64::from(last) + 1);
     let (mut klo, mut khi) = (low, high);
     while hi - lo > 1 {
+        if hi - lo <= SCAN_WIDTH {
+            // A few items left: read all their keys at once (the misses overlap) rather than in
+            // two or three rounds that each wait for the last.
+            for p in lo + 1..hi {
+                prefetch_line(page.tuple(p as u16));
+            }
+            for p in lo + 1..hi {
+                if tuple_key(page.tuple(p as u16), false) >= value {
+                    return p as u16;
+                }
+            }
+            return hi as u16;
+        }
         let pivots = round_pivots(lo, hi, klo, khi, value);
         let mut tuples = [std::ptr::null(); 3];
         for &p in &pivots {
@@ -694,6 +718,9 @@ fn first_not_below(page: &Page, first: u16, last: u16, value: i64, low: i64, hig
     hi as u16
 }
 
+/// Ranges of at most this many positions (between two known ones) are read whole.
+const SCAN_WIDTH: i64 = 17;
+
 /// The keys one round of [`first_not_below`] reads, between positions `lo` and `hi` (exclusive)
 /// whose keys are `klo` below the value and `khi` not below it: all of them when at most three,
 /// else around the interpolated position (a spread of half the square root of the range, about the
@@ -703,23 +730,33 @@ fn round_pivots(lo: i64, hi: i64, klo: i64, khi: i64, value: i64) -> [i64; 3] {
     if width <= 4 {
         return [1, 2, 3].map(|i| (lo + i).min(hi - 1));
     }
-    if klo != MINUS_INFINITY && khi != NULL_KEY && khi > klo {
-        // Band values are below 2^16 and widths (item counts) below 2^11: a 32-bit division,
-        // cheaper than a 64-bit one, when the bounds fit (they always do for band indexes).
-        let step = match (
-            u32::try_from(value - klo),
-            u32::try_from(width),
-            u32::try_from(khi - klo),
-        ) {
-            (Ok(a), Ok(w), Ok(d)) if a < 1 << 20 => i64::from(a * w / d),
-            _ => (value - klo) * width / (khi - klo),
-        };
-        let guess = (lo + step).clamp(lo + 1, hi - 1);
+    if let Some(guess) = interpolate(lo, hi, klo, khi, value) {
         // About half the square root of the width, without floating point.
         let spread = 1i64 << ((64 - width.leading_zeros()) / 2).saturating_sub(1);
         return [guess - spread, guess, guess + spread].map(|p| p.clamp(lo + 1, hi - 1));
     }
     [1, 2, 3].map(|q| lo + width * q / 4)
+}
+
+/// The position between `lo` and `hi` (exclusive) that linear interpolation between their keys
+/// `klo` and `khi` predicts for `value`, when both keys are known.
+#[inline]
+fn interpolate(lo: i64, hi: i64, klo: i64, khi: i64, value: i64) -> Option<i64> {
+    if klo == MINUS_INFINITY || khi == NULL_KEY || khi <= klo {
+        return None;
+    }
+    let width = hi - lo;
+    // Band values are below 2^16 and widths (item counts) below 2^11: a 32-bit division, cheaper
+    // than a 64-bit one, when the bounds fit (they always do for band indexes).
+    let step = match (
+        u32::try_from(value - klo),
+        u32::try_from(width),
+        u32::try_from(khi - klo),
+    ) {
+        (Ok(a), Ok(w), Ok(d)) if a < 1 << 20 => i64::from(a * w / d),
+        _ => (value - klo) * width / (khi - klo),
+    };
+    Some((lo + step).clamp(lo + 1, hi - 1))
 }
 
 /// The upper bound a list gives for the keys of its entry `at`: the next entry's lowest key.

@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 mod bands;
 mod citus;
 mod dedup;
+mod deferred;
 mod errors;
 mod fingerprint;
 mod leafmap;
@@ -26,6 +27,7 @@ mod tests;
 pub extern "C-unwind" fn _PG_init() {
     dedup::register_settings();
     leafmap::register_settings();
+    deferred::register();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         simhash_core::tokenize::jieba();
     }

@@ -89,6 +89,15 @@ impl BandIndexes {
     }
 
     /// Finds and opens the band indexes of `att` among the indexes of `heap`.
+    /// The indexes of the bands, if there is one for each and the leaf lists can read them all.
+    pub fn leaf_readable_bands(&self) -> Option<Vec<pg_sys::Relation>> {
+        let bands = self.0.as_ref()?;
+        bands
+            .iter()
+            .all(BandIndex::leaf_readable)
+            .then(|| bands.iter().map(|b| b.index).collect())
+    }
+
     unsafe fn find(heap: pg_sys::Relation, att: &Attachment, fp_attnum: i16) -> BandIndexes {
         let tupdesc = (*heap).rd_att;
         let band_attnums: Vec<Option<i16>> = (0..att.nbands)
@@ -266,10 +275,10 @@ unsafe fn count_entries(
 }
 
 /// Fetches heap rows by TID with the table AM, for entries read without an index scan.
-struct HeapFetch(*mut pg_sys::IndexFetchTableData, pg_sys::Relation);
+pub struct HeapFetch(*mut pg_sys::IndexFetchTableData, pg_sys::Relation);
 
 impl HeapFetch {
-    unsafe fn begin(heap: pg_sys::Relation) -> HeapFetch {
+    pub unsafe fn begin(heap: pg_sys::Relation) -> HeapFetch {
         let begin = (*(*heap).rd_tableam)
             .index_fetch_begin
             .expect("table AM fetches by TID");
@@ -277,7 +286,7 @@ impl HeapFetch {
     }
 
     /// Stores in `slot` the version of the row at `tid` that `snapshot` sees, if any.
-    unsafe fn fetch(
+    pub unsafe fn fetch(
         &self,
         mut tid: pg_sys::ItemPointerData,
         snapshot: pg_sys::Snapshot,

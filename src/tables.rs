@@ -277,6 +277,10 @@ BEGIN
     RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', 'simhash_' || text_column, taken_in
       USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
   END IF;
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = 'simhash_' || text_column || '$chk') THEN
+    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', 'simhash_' || text_column || '$chk',
+      table_name USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
+  END IF;
   IF on_duplicate = 'flag' AND (SELECT count(*) FROM @extschema@.simhash_primary_key(table_name)) = 1 THEN
     SELECT p.atttype INTO key_type FROM @extschema@.simhash_primary_key(table_name) p;
   END IF;
@@ -372,6 +376,14 @@ BEGIN
                    registry_table, lock_table);
     PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
   END IF;
+  IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition AND dist_method IS NULL AND scope IS NULL
+     AND NOT registry THEN
+    -- The duplicate check of INSERTs, once per statement for all its rows (src/deferred.rs).
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW '
+                   'EXECUTE FUNCTION @extschema@.simhash_check_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                   'simhash_' || text_column || '$chk', table_name, text_column, nbands, max_distance, on_duplicate,
+                   tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold);
+  END IF;
 END
 $$;
 COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean) IS
@@ -441,6 +453,9 @@ BEGIN
   END IF;
   -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
   EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name || '$chk') THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name || '$chk', att.table_name);
+  END IF;
   EXECUTE format('ALTER TABLE %s %s, DROP COLUMN %I%s', att.table_name,
                  (SELECT string_agg(format('DROP COLUMN %I', b), ', ') FROM unnest(att.band_columns) b),
                  att.fingerprint_column,
@@ -729,6 +744,19 @@ BEGIN
                    CASE WHEN att.scope_column IS NOT NULL THEN format(', %L', att.scope_column) ELSE '' END);
     IF enabled = 'D' THEN
       EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name);
+    END IF;
+    SELECT t.tgenabled INTO enabled FROM pg_trigger t
+    WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name || '$chk';
+    IF FOUND THEN
+      EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name || '$chk', table_name);
+      EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW '
+                     'EXECUTE FUNCTION @extschema@.simhash_check_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                     'simhash_' || new_name || '$chk', table_name, new_name, cardinality(att.band_columns),
+                     att.max_distance, att.on_duplicate, att.tokenizer, att.shingle, att.weighting,
+                     CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold);
+      IF enabled = 'D' THEN
+        EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name || '$chk');
+      END IF;
     END IF;
   END LOOP;
 END

@@ -272,6 +272,37 @@ mod tests {
     }
 
     #[pg_test]
+    fn error_mode_checks_bulk_inserts_once_per_statement() {
+        use crate::deferred::BATCHED;
+        use std::sync::atomic::Ordering;
+        Spi::run("CREATE TABLE feed (id int PRIMARY KEY, body text)").unwrap();
+        Spi::run("SELECT simhash_attach('feed', 'body', on_duplicate => 'error')").unwrap();
+        // Unrelated texts (six random words each).
+        let rows = "INSERT INTO feed SELECT i, concat_ws(' ', md5(i::text), md5((i * 31)::text), md5((i * 37)::text), \
+                    md5((i * 41)::text), md5((i * 43)::text), md5((i * 47)::text)) FROM generate_series(1, 3000) i";
+        let before = BATCHED.load(Ordering::Relaxed);
+        Spi::run(rows).unwrap();
+        assert_eq!(
+            BATCHED.load(Ordering::Relaxed) - before,
+            3000,
+            "the statement's rows were checked together, in one pass"
+        );
+        // With leaf_map off the rows are searched one by one.
+        Spi::run("SET LOCAL simhash.leaf_map = off").unwrap();
+        let before = BATCHED.load(Ordering::Relaxed);
+        Spi::run(
+            "INSERT INTO feed SELECT 5000 + i, 'more ' || md5((i * 7)::text) FROM generate_series(1, 10) i",
+        )
+        .unwrap();
+        assert_eq!(
+            BATCHED.load(Ordering::Relaxed),
+            before,
+            "leaf_map off: searched row by row"
+        );
+        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM feed"), Ok(Some(3010)));
+    }
+
+    #[pg_test]
     fn trigger_arguments_round_trip() {
         let args = Spi::get_one::<Vec<String>>(
             "SELECT simhash_trigger_args(convert_to('body', 'UTF8') || '\\x00'::bytea || convert_to('4', 'UTF8') \

@@ -125,8 +125,32 @@ impl Attachment {
 /// Takes the transaction-level advisory locks of `pg_advisory_xact_lock(relid, key)` for the keys
 /// of `simhash_core::probe::lock_keys`: k+1 parts of the fingerprint, so that two writes within
 /// distance k always wait for each other, whatever bands the lookup probes.
+///
+/// A lock this (sub)transaction already took is not asked for again: transaction-level advisory
+/// locks stay held until the (sub)transaction that took them ends, so while the same one is
+/// current the lock manager would only count one more hold. A bulk insert comes to hold every key
+/// of a table after a few thousand rows, and then takes no lock at all per row.
 fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
+    let owner = unsafe {
+        (
+            (*pg_sys::MyProc).lxid,
+            pg_sys::GetCurrentSubTransactionId(),
+            relid,
+        )
+    };
     for key in simhash_core::probe::lock_keys(fp, max_distance) {
+        // Keys are (part << 8) | value with fewer than 32 parts: a bit each.
+        let (word, bit) = ((key / 64) as usize % HELD_WORDS, 1u64 << (key % 64));
+        let known = HELD_LOCKS.with(|h| {
+            let mut h = h.borrow_mut();
+            if h.0 != owner {
+                *h = (owner, [0; HELD_WORDS]);
+            }
+            key < (HELD_WORDS * 64) as u32 && h.1[word] & bit != 0
+        });
+        if known {
+            continue;
+        }
         let tag = pg_sys::LOCKTAG {
             locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
             locktag_field2: relid.to_u32(),
@@ -136,7 +160,22 @@ fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
             locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
         };
         unsafe { pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false, false) };
+        // Recorded only once granted: an error (a deadlock, a cancel) leaves the set without it.
+        if key < (HELD_WORDS * 64) as u32 {
+            HELD_LOCKS.with(|h| h.borrow_mut().1[word] |= bit);
+        }
     }
+}
+
+/// Words of the set of held lock keys: room for 32 parts of 8 bits.
+const HELD_WORDS: usize = 32 * 256 / 64;
+
+thread_local! {
+    /// The advisory lock keys known to be held on one table, with the (local transaction,
+    /// subtransaction, table) they are held for: the set is emptied as soon as another one is
+    /// current.
+    static HELD_LOCKS: RefCell<((u32, pg_sys::SubTransactionId, pg_sys::Oid), [u64; HELD_WORDS])> =
+        const { RefCell::new(((0, 0, pg_sys::Oid::INVALID), [0; HELD_WORDS])) };
 }
 
 /// The prepared lookup of one trigger, kept for the life of the backend.
@@ -150,7 +189,7 @@ thread_local! {
 }
 
 /// The nearest existing row within `max_distance`.
-struct Nearest {
+pub struct Nearest {
     key: String,
     distance: i32,
     /// The row's key as the flag column stores it, copied out of SPI's memory.
@@ -220,7 +259,7 @@ fn server_cstring(text: &str) -> CString {
 }
 
 /// A C string of the server encoding (a catalog name, a trigger argument, a value's output) as UTF-8.
-unsafe fn cstr_utf8(ptr: *const std::ffi::c_char) -> String {
+pub unsafe fn cstr_utf8(ptr: *const std::ffi::c_char) -> String {
     server_to_utf8_lossy(CStr::from_ptr(ptr).to_bytes())
 }
 
@@ -388,8 +427,31 @@ unsafe fn find_nearest(
         pg_sys::UnregisterSnapshot(snapshot);
         return (String::new(), None);
     };
+    let found = describe_row(
+        &extension_schema(fcinfo),
+        att,
+        relid,
+        tid,
+        distance,
+        flag_attr,
+        snapshot,
+    );
+    pg_sys::UnregisterSnapshot(snapshot);
+    found
+}
 
-    let ext_schema = extension_schema(fcinfo);
+/// The key columns of table `relid` and the key (and flag column value) of its row at `tid`, as
+/// `snapshot` sees it: what the messages and the flag column say of a near-duplicate found.
+pub unsafe fn describe_row(
+    ext_schema: &str,
+    att: &Attachment,
+    relid: pg_sys::Oid,
+    tid: pg_sys::ItemPointerData,
+    distance: u32,
+    flag_attr: Option<&pg_sys::FormData_pg_attribute>,
+    snapshot: pg_sys::Snapshot,
+) -> (String, Option<Nearest>) {
+    let ext_schema = ext_schema.to_string();
     pg_sys::SPI_connect();
     // The name is part of the key: the prepared query names the table, and a renamed table (or
     // schema) must not reach a stale plan.
@@ -449,7 +511,6 @@ unsafe fn find_nearest(
         (!isnull).then(|| pg_sys::SPI_datumTransfer(value, attr.attbyval, attr.attlen as i32))
     });
     pg_sys::SPI_finish();
-    pg_sys::UnregisterSnapshot(snapshot);
     (
         key_columns,
         Some(Nearest {
@@ -460,8 +521,24 @@ unsafe fn find_nearest(
     )
 }
 
+/// The error of a write to `table` that comes within `max_distance` of its row `n`.
+pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nearest) -> ! {
+    raise(EncodedError {
+        code: PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+        message: format!(
+            "near-duplicate text in column \"{}\" of relation \"{table}\"",
+            att.text_column
+        ),
+        detail: Some(format!(
+            "Key ({key_columns})=({}) is at Hamming distance {} (max_distance {}).",
+            n.key, n.distance, att.max_distance
+        )),
+        hint: None,
+    })
+}
+
 /// The schema the extension lives in (the trigger function's own), quoted for SQL.
-unsafe fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
+pub unsafe fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
     let namespace = pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid);
     quote_ident(&cstr_utf8(pg_sys::get_namespace_name(namespace)))
 }
@@ -543,14 +620,16 @@ fn trigger_error(message: &'static str) -> ! {
 /// every row until a relcache invalidation (ALTER TABLE, an attach or detach of a partition), so
 /// kept per (trigger, table) for the backend's current relcache generation.
 #[derive(Clone)]
-struct Setup {
-    att: Attachment,
+pub struct Setup {
+    pub att: Attachment,
     text_att: i32,
-    fp_att: i32,
+    pub fp_att: i32,
     /// The flag column, if the table has one (required in flag mode only, when a row is checked).
     flag_att: Option<i32>,
     /// The table the trigger was attached to: this one, or the partitioned table it is a partition of.
-    attached_table: pg_sys::Oid,
+    pub attached_table: pg_sys::Oid,
+    /// Whether the table's simhash_check_trigger() checks the rows this trigger writes.
+    pub deferred: bool,
     /// The scope column, its type's equality function and collation.
     scope: Option<(i32, *mut pg_sys::FmgrInfo, pg_sys::Oid)>,
     /// Where this table is a shard of a Citus table, that table's distribution.
@@ -567,7 +646,7 @@ thread_local! {
 
 /// The trigger's [`Setup`] for the row in `td`, or the error of a trigger whose arguments or
 /// columns no longer fit.
-unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
+pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
     let trigger = &*td.tg_trigger;
     let rel = td.tg_relation;
     SETUPS.with(|setups| {
@@ -615,11 +694,18 @@ unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
                 check_type(tupdesc, n, &table, &[pg_sys::INT8OID], "bigint");
                 n
             });
+            let shard = crate::citus::shard_distribution((*rel).rd_id);
+            // A scoped, registry or Citus attachment checks as before, per row.
+            let deferred = att.scope_column.is_none()
+                && !att.registry
+                && shard.is_none()
+                && crate::deferred::paired(rel, trigger);
             Setup {
                 registered_att,
-                shard: crate::citus::shard_distribution((*rel).rd_id),
+                shard,
                 scope,
                 attached_table: crate::partitions::attached_table(rel, trigger),
+                deferred,
                 att,
                 text_att,
                 fp_att,
@@ -777,45 +863,43 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 // The locks key on the attached table: writers to different partitions meet.
                 let attached_table = setup.attached_table;
                 lock_parts(attached_table, fp, att.max_distance as u32);
+                let deferred = setup.deferred
+                    && op == pg_sys::TRIGGER_EVENT_INSERT
+                    && att.mode == Mode::Error
+                    && crate::deferred::defers();
                 let self_tid = match old {
                     Some(old) => (*old).t_self,
                     None => pg_sys::ItemPointerData::default(),
                 };
                 let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
-                let (key_columns, nearest) = find_nearest(
-                    td,
-                    fcinfo,
-                    att,
-                    fp,
-                    self_tid,
-                    flag_attr,
-                    fp_att,
-                    attached_table,
-                    scope.flatten().as_ref(),
-                );
-                nearest.map(|n| (key_columns, n))
+                if deferred {
+                    // simhash_check_trigger() checks the row once it is written (crate::deferred).
+                    None
+                } else {
+                    let (key_columns, nearest) = find_nearest(
+                        td,
+                        fcinfo,
+                        att,
+                        fp,
+                        self_tid,
+                        flag_attr,
+                        fp_att,
+                        attached_table,
+                        scope.flatten().as_ref(),
+                    );
+                    nearest.map(|n| (key_columns, n))
+                }
             }
             None => None,
         };
         match (att.mode, nearest) {
             (Mode::Error, Some((key_columns, n))) => {
-                raise(EncodedError {
-                    code: PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
-                    message: format!(
-                        "near-duplicate text in column \"{}\" of relation \"{}\"",
-                        att.text_column,
-                        // A shard's error names its distributed table (as regclass text, unquoted).
-                        match &setup.shard {
-                            Some(shard) => shard.table.trim_matches('"').to_string(),
-                            None => crate::search::relation_name(td.tg_relation),
-                        }
-                    ),
-                    detail: Some(format!(
-                        "Key ({key_columns})=({}) is at Hamming distance {} (max_distance {}).",
-                        n.key, n.distance, att.max_distance
-                    )),
-                    hint: None,
-                });
+                // A shard's error names its distributed table (as regclass text, unquoted).
+                let table = match &setup.shard {
+                    Some(shard) => shard.table.trim_matches('"').to_string(),
+                    None => crate::search::relation_name(td.tg_relation),
+                };
+                raise_duplicate(att, &table, &key_columns, &n)
             }
             (Mode::Skip, Some(_)) => return pg_sys::Datum::from(0),
             (Mode::Flag, nearest) => {
@@ -840,6 +924,68 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         nulls.as_mut_ptr(),
     );
     pg_sys::Datum::from(modified)
+}
+
+#[no_mangle]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_simhash_check_trigger() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// `simhash_check_trigger()`: AFTER INSERT FOR EACH ROW beside `simhash_trigger()` on a table
+/// attached with `on_duplicate => 'error'`, which leaves it the duplicate check of INSERTs: the row
+/// is checked with the other rows of its statement at the statement's end (`crate::deferred`), or
+/// at once outside a statement's executor (COPY).
+#[no_mangle]
+pub unsafe extern "C-unwind" fn simhash_check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    crate::errors::guard(|| check_trigger(fcinfo))
+}
+
+unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    crate::errors::arm_allocator();
+    let context = (*fcinfo).context;
+    if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+        trigger_error("simhash_check_trigger() must be called as a trigger");
+    }
+    let td = &*(context as *mut pg_sys::TriggerData);
+    let event = td.tg_event;
+    if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_AFTER
+        || event & pg_sys::TRIGGER_EVENT_ROW == 0
+        || event & pg_sys::TRIGGER_EVENT_OPMASK != pg_sys::TRIGGER_EVENT_INSERT
+    {
+        trigger_error("simhash_check_trigger() must run AFTER INSERT FOR EACH ROW");
+    }
+    let setup = setup_of(td);
+    // Unpaired (the BEFORE trigger disabled alone, a partition), the BEFORE trigger checks.
+    if !setup.deferred || setup.att.mode != Mode::Error || !crate::deferred::defers() {
+        return pg_sys::Datum::from(0);
+    }
+    let rel = td.tg_relation;
+    let tuple = td.tg_trigtuple;
+    let Some(fp) = getattr(tuple, setup.fp_att, (*rel).rd_att).map(|d| d.value() as i64 as u64) else {
+        return pg_sys::Datum::from(0);
+    };
+    let tid = (*tuple).t_self;
+    if crate::deferred::in_statement() {
+        crate::deferred::note(rel, &*td.tg_trigger, &setup, || extension_schema(fcinfo), fp, tid);
+    } else {
+        let (key_columns, nearest) = find_nearest(
+            td,
+            fcinfo,
+            &setup.att,
+            fp,
+            tid,
+            None,
+            setup.fp_att,
+            setup.attached_table,
+            None,
+        );
+        if let Some(n) = nearest {
+            raise_duplicate(&setup.att, &crate::search::relation_name(rel), &key_columns, &n);
+        }
+    }
+    pg_sys::Datum::from(0)
 }
 
 /// On a shard of a Citus table, the trigger sees that shard's rows only: it checks a write only
@@ -894,6 +1040,9 @@ extension_sql!(
 CREATE FUNCTION simhash_trigger() RETURNS trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_trigger';
 COMMENT ON FUNCTION simhash_trigger() IS
   'Maintains the fingerprint column of a table attached with simhash_attach() and acts on near-duplicates';
+CREATE FUNCTION simhash_check_trigger() RETURNS trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_check_trigger';
+COMMENT ON FUNCTION simhash_check_trigger() IS
+  'Checks the rows an INSERT wrote into a table attached with on_duplicate => ''error'', once per statement';
 "#,
     name = "simhash_trigger"
 );

@@ -5,7 +5,9 @@
 //!     cargo run --release -p simhash_core --example spread -- allpairs TEXTS [--kmax K] --config SPEC...
 //!
 //! TEXTS holds one text per line (UTF-8). A SPEC is `tokenizer:shingle:weighting:stopwords:fold`,
-//! e.g. `word:1:tf:false:none` (the 0.2.0 defaults) or `word:1:logtfidf:true:simplified`.
+//! e.g. `word:1:tf:false:none` (the 0.2.0 defaults) or `word:1:logtfidf:true:simplified`, or a
+//! prototype `x:key=value,...` of a fingerprint the extension does not offer (module `proto` at the
+//! end of this file).
 //!
 //! `fp` prints one line per text: the fingerprint of each SPEC as a signed 64-bit integer (what SQL
 //! returns) or `NULL`, tab-separated.
@@ -29,6 +31,31 @@
 use std::collections::{HashMap, HashSet};
 
 use simhash_core::{band, fingerprint, Options};
+
+// `proto` is at the end of this file.
+
+/// A configuration: one of the extension's option sets, or a prototype (`x:...`, see `proto.rs`)
+/// measured before it is worth an option value.
+enum Config {
+    Core(Options),
+    Proto(proto::Spec),
+}
+
+impl Config {
+    fn fingerprint(&self, text: &str) -> Option<u64> {
+        match self {
+            Config::Core(o) => fingerprint(text, o),
+            Config::Proto(p) => p.fingerprint(text),
+        }
+    }
+}
+
+fn parse_any(spec: &str) -> Config {
+    match spec.strip_prefix("x:") {
+        Some(rest) => Config::Proto(proto::Spec::parse(rest)),
+        None => Config::Core(parse_config(spec)),
+    }
+}
 
 fn parse_config(spec: &str) -> Options {
     let parts: Vec<&str> = spec.split(':').collect();
@@ -98,7 +125,7 @@ fn main() {
             other => panic!("unexpected argument {other:?}"),
         }
     }
-    let configs: Vec<Options> = specs.iter().map(|s| parse_config(s)).collect();
+    let configs: Vec<Config> = specs.iter().map(|s| parse_any(s)).collect();
     let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("reading {file}: {e}"));
     let docs: Vec<&str> = text.lines().collect();
     match mode.as_str() {
@@ -107,7 +134,10 @@ fn main() {
             for d in &docs {
                 let row: Vec<String> = configs
                     .iter()
-                    .map(|o| fingerprint(d, o).map_or("NULL".into(), |fp| (fp as i64).to_string()))
+                    .map(|o| {
+                        o.fingerprint(d)
+                            .map_or("NULL".into(), |fp| (fp as i64).to_string())
+                    })
                     .collect();
                 out.push_str(&row.join("\t"));
                 out.push('\n');
@@ -124,7 +154,7 @@ fn main() {
 const REPORT_K: u32 = 8;
 const CHECK_CAP: usize = 2_000_000;
 
-fn allpairs(docs: &[&str], specs: &[String], configs: &[Options], kmax: u32) {
+fn allpairs(docs: &[&str], specs: &[String], configs: &[Config], kmax: u32) {
     // 4-gram sets are built on demand: only texts in some close pair need one.
     let mut grams: HashMap<usize, Vec<u64>> = HashMap::new();
     let mut related_cache: HashMap<(usize, usize), bool> = HashMap::new();
@@ -132,7 +162,7 @@ fn allpairs(docs: &[&str], specs: &[String], configs: &[Options], kmax: u32) {
         let fps: Vec<(usize, u64)> = docs
             .iter()
             .enumerate()
-            .filter_map(|(i, d)| fingerprint(d, options).map(|fp| (i, fp)))
+            .filter_map(|(i, d)| options.fingerprint(d).map(|fp| (i, fp)))
             .collect();
         println!("NULLS\t{spec}\t{}", docs.len() - fps.len());
         let mut hist = [0u64; 65];
@@ -190,5 +220,252 @@ fn allpairs(docs: &[&str], specs: &[String], configs: &[Options], kmax: u32) {
         }
         let distinct: HashSet<u64> = values.iter().copied().collect();
         println!("DISTINCT\t{spec}\t{}", distinct.len());
+    }
+}
+
+/// Prototypes of fingerprints that the extension does not offer (yet), built from the core crate's
+/// public pieces (normalize, fold, tokenize, stop words, feature hash, accumulate), so that
+/// bench/spread.py can measure an idea with the same method before it becomes an option value.
+///
+/// A prototype SPEC is `x:` followed by comma-separated `key=value` settings:
+///
+/// - `tok`: tokenizer, `bigram` (default), `word`, `jieba` or `char`;
+/// - `sh`: shingle of kept tokens (default 1);
+/// - `stop`: `1` (default) drops stop words, `0` keeps them;
+/// - `w`: weight of a feature seen `tf` times: `logtf` (default, `1 + ln tf`), `tf`, `binary`,
+///   `sqrt` (`√tf`), `capN` (`min(tf, N)`), `logtfidf` (`(1 + ln tf) × idf_v2`, single tokens);
+/// - `taper`, `floor`: position weighting: a feature occurring within `taper × length` bytes of the
+///   start or the end of the text weighs `floor + (1 − floor) × distance / (taper × length)` (its
+///   mean over its occurrences multiplies the weight); `taper=0` (default) is off;
+/// - `spot`, `spotmin`, `base`: SpotSigs-style features (Theobald et al., 2008): an antecedent
+///   (an English function word, or a Chinese function character) followed by its next `spot`
+///   non-stop words (English) or characters (Chinese). With `base=0` (default) only the spots are
+///   features, and a text with fewer than `spotmin` (default 5) spots falls back to the ordinary
+///   features; with `base=B > 0` both are features, the ordinary ones weighted B.
+mod proto {
+    use std::collections::HashMap;
+
+    use simhash_core::accumulate;
+    use simhash_core::fold::to_simplified;
+    use simhash_core::hash::feature_hash;
+    use simhash_core::idf::idf_v2;
+    use simhash_core::normalize::normalize;
+    use simhash_core::stopwords::is_stop_word;
+    use simhash_core::tokenize::{for_each_token, is_han, keep};
+    use simhash_core::Tokenizer;
+
+    /// English antecedents: articles, auxiliaries and common prepositions (SpotSigs used a few such
+    /// words; more of them give more spots).
+    const EN_ANTECEDENTS: &[&str] = &[
+        "a", "an", "the", "is", "are", "was", "were", "be", "been", "has", "have", "had", "it", "this",
+        "that", "these", "those", "there", "can", "will", "would", "should", "may", "must", "not", "of",
+        "to", "in", "on", "for", "with", "by", "from", "as", "at", "if", "when", "which",
+    ];
+    /// Chinese antecedents: function characters.
+    const ZH_ANTECEDENTS: &str = "的了是在和与及或把被对从将为以等这那不也都就而并但所其之于由向到";
+
+    #[derive(Clone, Copy, PartialEq)]
+    enum W {
+        Tf,
+        LogTf,
+        Binary,
+        Sqrt,
+        Cap(f64),
+        LogTfIdf,
+    }
+
+    pub struct Spec {
+        tok: Tokenizer,
+        shingle: usize,
+        stop: bool,
+        w: W,
+        taper: f64,
+        floor: f64,
+        spot: usize,
+        spot_min: usize,
+        base: f64,
+        edge: f64,
+        by_token: bool,
+    }
+
+    impl Spec {
+        pub fn parse(s: &str) -> Spec {
+            let mut p = Spec {
+                tok: Tokenizer::Bigram,
+                shingle: 1,
+                stop: true,
+                w: W::LogTf,
+                taper: 0.0,
+                floor: 0.2,
+                spot: 0,
+                spot_min: 5,
+                base: 0.0,
+                edge: 0.0,
+                by_token: false,
+            };
+            for kv in s.split(',').filter(|kv| !kv.is_empty()) {
+                let (k, v) = kv
+                    .split_once('=')
+                    .unwrap_or_else(|| panic!("key=value, got {kv:?}"));
+                match k {
+                    "tok" => p.tok = Tokenizer::parse(v).expect("tokenizer"),
+                    "sh" => p.shingle = v.parse().expect("sh"),
+                    "stop" => p.stop = v == "1",
+                    "w" => {
+                        p.w = match v {
+                            "tf" => W::Tf,
+                            "logtf" => W::LogTf,
+                            "binary" => W::Binary,
+                            "sqrt" => W::Sqrt,
+                            "logtfidf" => W::LogTfIdf,
+                            c if c.starts_with("cap") => {
+                                W::Cap(c.trim_start_matches("cap").parse().expect("capN"))
+                            }
+                            other => panic!("weight {other:?}"),
+                        }
+                    }
+                    "taper" => p.taper = v.parse().expect("taper"),
+                    "floor" => p.floor = v.parse().expect("floor"),
+                    "spot" => p.spot = v.parse().expect("spot"),
+                    "spotmin" => p.spot_min = v.parse().expect("spotmin"),
+                    "base" => p.base = v.parse().expect("base"),
+                    "edge" => p.edge = v.parse().expect("edge"),
+                    "unit" => p.by_token = v == "tok",
+                    other => panic!("unknown prototype setting {other:?}"),
+                }
+            }
+            p
+        }
+
+        pub fn fingerprint(&self, text: &str) -> Option<u64> {
+            let norm = to_simplified(&normalize(text));
+            let len = norm.len().max(1) as f64;
+            // Kept tokens with their byte offsets.
+            let mut tokens: Vec<(&str, usize)> = Vec::new();
+            for_each_token(&norm, self.tok, |t| {
+                if keep(t, false) {
+                    tokens.push((t, t.as_ptr() as usize - norm.as_ptr() as usize));
+                }
+            });
+            // (feature, position, extra factor) in order of occurrence.
+            let mut occ: Vec<(String, usize, f64)> = Vec::new();
+            let ordinary = |occ: &mut Vec<(String, usize, f64)>, factor: f64| {
+                let kept: Vec<&(&str, usize)> = tokens
+                    .iter()
+                    .filter(|(t, _)| !(self.stop && is_stop_word(t)))
+                    .collect();
+                if kept.is_empty() {
+                    return;
+                }
+                if self.shingle <= 1 || kept.len() < self.shingle {
+                    if self.shingle > 1 {
+                        let joined: Vec<&str> = kept.iter().map(|(t, _)| *t).collect();
+                        occ.push((joined.join(" "), kept[0].1, factor));
+                    } else {
+                        occ.extend(kept.iter().map(|(t, o)| ((*t).to_owned(), *o, factor)));
+                    }
+                    return;
+                }
+                for w in kept.windows(self.shingle) {
+                    let joined: Vec<&str> = w.iter().map(|(t, _)| *t).collect();
+                    occ.push((joined.join(" "), w[0].1, factor));
+                }
+            };
+            if self.spot > 0 {
+                let spots = self.spots(&norm, &tokens);
+                if self.base > 0.0 {
+                    occ.extend(spots.into_iter().map(|(f, o)| (f, o, 1.0)));
+                    ordinary(&mut occ, self.base);
+                    occ.sort_by_key(|&(_, o, _)| o);
+                } else if spots.len() >= self.spot_min {
+                    occ.extend(spots.into_iter().map(|(f, o)| (f, o, 1.0)));
+                } else {
+                    ordinary(&mut occ, 1.0);
+                }
+            } else {
+                ordinary(&mut occ, 1.0);
+            }
+            if occ.is_empty() {
+                return None;
+            }
+            // Distinct features in order of first occurrence: count, sum of position weights, factor.
+            let mut index: HashMap<&str, usize> = HashMap::new();
+            let mut distinct: Vec<(&str, f64, f64, f64)> = Vec::new();
+            let n_occ = occ.len();
+            for (i, (f, o, factor)) in occ.iter().enumerate() {
+                let (o, len) = if self.by_token {
+                    (i as f64, n_occ as f64)
+                } else {
+                    (*o as f64, len)
+                };
+                let pos = if self.taper > 0.0 || self.edge > 0.0 {
+                    let d = o.min(len - 1.0 - o).max(0.0);
+                    let span = if self.edge > 0.0 {
+                        self.edge
+                    } else {
+                        self.taper * len
+                    };
+                    (self.floor + (1.0 - self.floor) * d / span).min(1.0)
+                } else {
+                    1.0
+                };
+                let i = *index.entry(f.as_str()).or_insert_with(|| {
+                    distinct.push((f.as_str(), 0.0, 0.0, *factor));
+                    distinct.len() - 1
+                });
+                distinct[i].1 += 1.0;
+                distinct[i].2 += pos;
+            }
+            Some(accumulate(distinct.iter().map(|&(f, tf, pos, factor)| {
+                let w = match self.w {
+                    W::Tf => tf,
+                    W::LogTf => 1.0 + tf.ln(),
+                    W::Binary => 1.0,
+                    W::Sqrt => tf.sqrt(),
+                    W::Cap(c) => tf.min(c),
+                    W::LogTfIdf => (1.0 + tf.ln()) * idf_v2(f),
+                };
+                (feature_hash(f), w * factor * pos / tf)
+            })))
+        }
+
+        /// SpotSigs-style features with their byte offsets, in order.
+        fn spots(&self, norm: &str, tokens: &[(&str, usize)]) -> Vec<(String, usize)> {
+            let mut out: Vec<(String, usize)> = Vec::new();
+            // English (and any non-Han token): an antecedent and the next `spot` non-stop tokens.
+            let words: Vec<&(&str, usize)> = tokens.iter().filter(|(t, _)| !t.chars().any(is_han)).collect();
+            for (i, (t, o)) in words.iter().enumerate() {
+                if !EN_ANTECEDENTS.contains(t) {
+                    continue;
+                }
+                let chain: Vec<&str> = words[i + 1..]
+                    .iter()
+                    .map(|(w, _)| *w)
+                    .filter(|w| !is_stop_word(w))
+                    .take(self.spot)
+                    .collect();
+                if chain.len() == self.spot {
+                    out.push((format!("{t}:{}", chain.join(":")), *o));
+                }
+            }
+            // Chinese: a function character followed by `spot` Han characters of the same run.
+            let chars: Vec<(usize, char)> = norm.char_indices().collect();
+            for (i, &(o, c)) in chars.iter().enumerate() {
+                if !ZH_ANTECEDENTS.contains(c) {
+                    continue;
+                }
+                let next: String = chars[i + 1..]
+                    .iter()
+                    .take(self.spot)
+                    .take_while(|(_, c)| is_han(*c))
+                    .map(|&(_, c)| c)
+                    .collect();
+                if next.chars().count() == self.spot {
+                    out.push((format!("{c}{next}"), o));
+                }
+            }
+            out.sort_by_key(|&(_, o)| o);
+            out
+        }
     }
 }

@@ -14,9 +14,10 @@
 //!   [`simplified_char`] over the BMP, copying nothing when no character changes.
 //! - **'bigram'** pairs the Han characters of the word scanner's tokens: the reference's runs, with
 //!   neighbours told by byte offsets, since the scanner leaves out tokens that end a run.
-//! - **Float weightings** ('tfidf', 'logtf', 'logtfidf') keep the reference's order and arithmetic
-//!   (distinct features in order of first occurrence, its `float_weight`), with a pass-through
-//!   hasher for the map of distinct features and sign-bit flips instead of branches in the sums.
+//! - **Float weightings** ('tfidf', 'logtf', 'logtfidf', 'logtfedge') keep the reference's order and
+//!   arithmetic (distinct features in order of first occurrence, its `float_weight`, the edge factors
+//!   of its `EdgeSums`), with a pass-through hasher for the map of distinct features and sign-bit
+//!   flips instead of branches in the sums.
 //! - **Accumulation** counts eight bits per byte lane of a `u64` (eight 8-bit counters per word,
 //!   flushed before they can overflow) instead of one counter per bit per feature.
 //!
@@ -49,7 +50,7 @@ pub fn fast_path_supports(options: &Options) -> bool {
         Tokenizer::Word | Tokenizer::Char | Tokenizer::Jieba | Tokenizer::Bigram
     );
     let weighting = match options.weighting {
-        Weighting::Tf | Weighting::Binary | Weighting::LogTf => true,
+        Weighting::Tf | Weighting::Binary | Weighting::LogTf | Weighting::LogTfEdge => true,
         // The reference looks up the IDF of the joined shingle text; only single tokens here.
         Weighting::TfIdf | Weighting::LogTfIdf => options.shingle == 1,
         #[allow(unreachable_patterns)]
@@ -1126,9 +1127,10 @@ fn run(
         // the reference's own `float_weight`, summed by its `accumulate`), only with the faster
         // tokens. `token` is given for shingle 1 only, the one case with an IDF lookup ('logtf'
         // shingles take the factor 1, as in the reference).
-        weighting @ (Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf) => {
+        weighting @ (Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge) => {
             let mut index: HashMap<u64, usize, PassBuild> = HashMap::default();
             let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
+            let mut edges = crate::fingerprint::EdgeSums::new(weighting);
             for_each_feature_hash(text, options, chunking, interrupt, |h, token| {
                 let i = match index.get(&h) {
                     Some(&i) => i,
@@ -1155,14 +1157,14 @@ fn run(
                     }
                 };
                 distinct[i].1 += 1;
-                Ok(())
+                edges.push(i)
             })?;
+            edges.finish();
             (!distinct.is_empty()).then(|| {
-                float_fingerprint(
-                    distinct.iter().map(|&(h, tf, idf)| {
-                        (h, crate::fingerprint::float_weight(weighting, tf as f64, idf))
-                    }),
-                )
+                float_fingerprint(distinct.iter().enumerate().map(|(i, &(h, tf, idf))| {
+                    let factor = edges.factor(i, tf, idf);
+                    (h, crate::fingerprint::float_weight(weighting, tf as f64, factor))
+                }))
             })
         }
         // A weighting added later: fast_path_supports already said no.

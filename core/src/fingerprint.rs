@@ -319,10 +319,11 @@ pub fn reference_try_fingerprint_with(
             counts.fingerprint()
         }
         // Float weights: summed per distinct feature in order of first occurrence, as SPEC §2 says.
-        Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf => {
+        Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge => {
             let weighting = options.weighting;
             let mut index: HashMap<u64, usize> = HashMap::new();
             let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
+            let mut edges = EdgeSums::new(weighting);
             for_each_feature(text, options, chunking, interrupt, |f| {
                 let h = f.hash();
                 let i = match index.get(&h) {
@@ -332,7 +333,11 @@ pub fn reference_try_fingerprint_with(
                         grow_vec(&mut distinct)?;
                         let idf = match &f {
                             FeatureRef::Token(t) => token_idf(weighting, t),
-                            FeatureRef::Shingle(..) if weighting == Weighting::LogTf => 1.0,
+                            FeatureRef::Shingle(..)
+                                if matches!(weighting, Weighting::LogTf | Weighting::LogTfEdge) =>
+                            {
+                                1.0
+                            }
                             FeatureRef::Shingle(..) => token_idf(weighting, &f.text()),
                         };
                         distinct.push((h, 0, idf));
@@ -341,17 +346,101 @@ pub fn reference_try_fingerprint_with(
                     }
                 };
                 distinct[i].1 += 1;
-                Ok(())
+                edges.push(i)
             })?;
+            edges.finish();
             (!distinct.is_empty()).then(|| {
-                accumulate(
-                    distinct
-                        .iter()
-                        .map(|&(h, tf, idf)| (h, float_weight(weighting, tf as f64, idf))),
-                )
+                accumulate(distinct.iter().enumerate().map(|(i, &(h, tf, idf))| {
+                    (h, float_weight(weighting, tf as f64, edges.factor(i, tf, idf)))
+                }))
             })
         }
     })
+}
+
+/// Occurrences this close to either end of the text (counted in features) weigh less under
+/// `'logtfedge'`; from this distance on they weigh fully.
+pub const EDGE_SPAN: u64 = 60;
+/// The weight of an occurrence at the very start or end of the text under `'logtfedge'`.
+pub const EDGE_FLOOR: f64 = 0.2;
+
+/// `'logtfedge'`: the factor of an occurrence `distance` features from the nearer end of the text
+/// (0 for the first and the last feature), rising linearly from [`EDGE_FLOOR`] to 1 at
+/// [`EDGE_SPAN`]. Site chrome (headers, footers, signatures) sits at the ends: a header added to a
+/// text then weighs less, and the text's own first and last features count less in both versions.
+pub fn edge_factor(distance: u64) -> f64 {
+    if distance >= EDGE_SPAN {
+        1.0
+    } else {
+        EDGE_FLOOR + (1.0 - EDGE_FLOOR) * distance as f64 / EDGE_SPAN as f64
+    }
+}
+
+/// The sum of [`edge_factor`] over the occurrences of each distinct feature, in one pass: the
+/// distance from the end is known once [`EDGE_SPAN`] more features have come or the text has ended,
+/// so only the last `EDGE_SPAN` occurrences wait. Each feature's factors are added in order of
+/// occurrence (the reference and the fast path share this code, so their sums are the same bits).
+/// For the other weightings it does nothing and every factor is the given IDF factor.
+pub(crate) struct EdgeSums {
+    on: bool,
+    /// (distinct feature, occurrence number) of the occurrences whose distance from the end is
+    /// not known yet.
+    waiting: VecDeque<(usize, u64)>,
+    seen: u64,
+    sums: Vec<f64>,
+}
+
+impl EdgeSums {
+    pub(crate) fn new(weighting: Weighting) -> Self {
+        EdgeSums {
+            on: weighting == Weighting::LogTfEdge,
+            waiting: VecDeque::new(),
+            seen: 0,
+            sums: Vec::new(),
+        }
+    }
+
+    /// One more occurrence of distinct feature `i` (numbered from 0 in order of first occurrence).
+    pub(crate) fn push(&mut self, i: usize) -> Result<(), OutOfMemory> {
+        if !self.on {
+            return Ok(());
+        }
+        if i == self.sums.len() {
+            grow_vec(&mut self.sums)?;
+            self.sums.push(0.0);
+        }
+        if self.waiting.len() as u64 == EDGE_SPAN {
+            // EDGE_SPAN occurrences follow this one: only its distance from the start counts.
+            let (j, n) = self.waiting.pop_front().expect("EDGE_SPAN > 0");
+            self.sums[j] += edge_factor(n);
+        }
+        if self.waiting.len() == self.waiting.capacity() {
+            self.waiting.try_reserve(1).map_err(|_| OutOfMemory {
+                features: self.sums.len(),
+            })?;
+        }
+        self.waiting.push_back((i, self.seen));
+        self.seen += 1;
+        Ok(())
+    }
+
+    /// The text has ended: the waiting occurrences know their distance from the end.
+    pub(crate) fn finish(&mut self) {
+        let total = self.seen;
+        while let Some((j, n)) = self.waiting.pop_front() {
+            self.sums[j] += edge_factor(n.min(total - 1 - n));
+        }
+    }
+
+    /// The factor that [`float_weight`] multiplies by for distinct feature `i` seen `tf` times: the
+    /// mean edge factor of its occurrences, or `idf` for the other weightings.
+    pub(crate) fn factor(&self, i: usize, tf: u64, idf: f64) -> f64 {
+        if self.on {
+            self.sums[i] / tf as f64
+        } else {
+            idf
+        }
+    }
 }
 
 /// The IDF factor of one token under a float weighting (1 for `'logtf'`).
@@ -359,7 +448,7 @@ fn token_idf(weighting: Weighting, token: &str) -> f64 {
     match weighting {
         Weighting::TfIdf => IdfTable::get().idf(token),
         Weighting::LogTfIdf => idf_v2(token),
-        Weighting::Tf | Weighting::Binary | Weighting::LogTf => 1.0,
+        Weighting::Tf | Weighting::Binary | Weighting::LogTf | Weighting::LogTfEdge => 1.0,
     }
 }
 
@@ -367,7 +456,7 @@ fn token_idf(weighting: Weighting, token: &str) -> f64 {
 /// [`fingerprint`] and [`features`], so that the features shown always add up to the fingerprint.
 pub(crate) fn float_weight(weighting: Weighting, tf: f64, idf: f64) -> f64 {
     match weighting {
-        Weighting::LogTf | Weighting::LogTfIdf => (1.0 + tf.ln()) * idf,
+        Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge => (1.0 + tf.ln()) * idf,
         Weighting::Tf | Weighting::Binary | Weighting::TfIdf => tf * idf,
     }
 }
@@ -399,6 +488,7 @@ pub fn try_features(
     let mut by_hash: HashMap<u64, usize> = HashMap::new();
     let mut collided: HashMap<String, usize> = HashMap::new();
     let mut out: Vec<Feature> = Vec::new();
+    let mut edges = EdgeSums::new(options.weighting);
     for_each_feature(text, options, Chunking::default(), interrupt, |f| {
         let hash = f.hash();
         let existing = match by_hash.get(&hash) {
@@ -406,6 +496,7 @@ pub fn try_features(
             Some(_) => collided.get(f.text().as_str()).copied(),
             None => None,
         };
+        edges.push(existing.unwrap_or(out.len()))?;
         match existing {
             Some(i) => out[i].weight += 1.0,
             None => {
@@ -430,10 +521,13 @@ pub fn try_features(
     match options.weighting {
         Weighting::Tf => {}
         Weighting::Binary => out.iter_mut().for_each(|f| f.weight = 1.0),
-        Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf => {
+        Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge => {
             let w = options.weighting;
-            out.iter_mut()
-                .for_each(|f| f.weight = float_weight(w, f.weight, token_idf(w, &f.text)));
+            edges.finish();
+            for (i, f) in out.iter_mut().enumerate() {
+                let factor = edges.factor(i, f.weight as u64, token_idf(w, &f.text));
+                f.weight = float_weight(w, f.weight, factor);
+            }
         }
     }
     Ok(out)
@@ -566,6 +660,32 @@ mod tests {
                 "{text:?} {spec}"
             );
         }
+        // 'logtfedge': short texts lie wholly within the edges (every weight is damped, by position);
+        // the long one damps its first and last 60 features.
+        let long: String = std::iter::once("alpha".to_string())
+            .chain((0..150).map(|i| format!("w{i}")))
+            .chain(["alpha".to_string(), "omega".to_string()])
+            .collect::<Vec<_>>()
+            .join(" ");
+        let edge: [(&str, &str, i64); 6] = [
+            (zh, "bigram:1:logtfedge:true:simplified", -8608658943172268287),
+            (fox, "bigram:1:logtfedge:true:simplified", -5574243758638429894),
+            (
+                tea_trad,
+                "bigram:1:logtfedge:true:simplified",
+                -114935098876941618,
+            ),
+            (zh, "word:2:logtfedge:false:none", -2670867488447864001),
+            (&long, "word:1:logtfedge:false:none", -4830614654168520790),
+            (&long, "bigram:3:logtfedge:true:simplified", 4651090761881956613),
+        ];
+        for (text, spec, want) in edge {
+            assert_eq!(
+                signed(fingerprint(text, &opts(spec))),
+                Some(want),
+                "{text:?} {spec}"
+            );
+        }
         // 'auto' folds with the weightings of v2 only; explicit 0.2.0 options never fold.
         assert_eq!(opts("word:1:logtf:false:auto").fold, Fold::Simplified);
         assert_eq!(opts("word:1:tf:false:auto").fold, Fold::None);
@@ -646,6 +766,31 @@ mod tests {
             f[0].weight < f[1].weight,
             "a frequent word weighs less than a rare one"
         );
+    }
+
+    #[test]
+    fn logtfedge_damps_the_first_and_last_features() {
+        assert_eq!(edge_factor(0), EDGE_FLOOR);
+        assert!((edge_factor(30) - 0.6).abs() < 1e-12);
+        assert_eq!(edge_factor(EDGE_SPAN), 1.0);
+        assert_eq!(edge_factor(1000), 1.0);
+        let o = Options::parse_with_fold("word", 1, "logtfedge", false, "none").unwrap();
+        // 130 features: a0 at 0 and 65, then b1..b128; the last one is 0 from the end.
+        let mut words = vec!["a0".to_string()];
+        words.extend((1..65).map(|i| format!("b{i}")));
+        words.push("a0".into());
+        words.extend((65..129).map(|i| format!("b{i}")));
+        let f = features(&words.join(" "), &o, &mut || {});
+        assert_eq!(f.len(), 129);
+        assert_eq!(f[0].text, "a0");
+        assert_eq!(f[0].weight, (1.0 + 2f64.ln()) * ((EDGE_FLOOR + 1.0) / 2.0));
+        assert_eq!(f[1].weight, edge_factor(1));
+        assert_eq!(f[64].weight, 1.0, "b64 is 64 features from the start");
+        assert_eq!(f[128].weight, EDGE_FLOOR, "the last feature");
+        assert_eq!(f[127].weight, edge_factor(1));
+        // The features shown add up to the fingerprint.
+        let fp = fingerprint(&words.join(" "), &o).unwrap();
+        assert_eq!(fp, accumulate(f.iter().map(|f| (f.hash, f.weight))));
     }
 
     #[test]
@@ -784,6 +929,8 @@ mod tests {
                 (1, Weighting::LogTf),
                 (2, Weighting::LogTf),
                 (1, Weighting::LogTfIdf),
+                (1, Weighting::LogTfEdge),
+                (2, Weighting::LogTfEdge),
             ] {
                 for (stopwords, fold) in [(false, Fold::None), (true, Fold::Simplified)] {
                     out.push(Options {

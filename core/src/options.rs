@@ -50,10 +50,13 @@ pub enum Weighting {
     /// `(1 + ln(tf)) × IDF` with an IDF for English and Chinese (algorithm v2, [`crate::idf::idf_v2`]);
     /// `shingle = 1` only.
     LogTfIdf,
+    /// `'logtf'` whose occurrences near the start or the end of the text weigh less (algorithm v2,
+    /// [`crate::fingerprint::edge_factor`]): a header or footer added around a text moves fewer bits.
+    LogTfEdge,
 }
 
 impl Weighting {
-    pub const ALLOWED: &'static str = "'tf', 'binary', 'tfidf', 'logtf', 'logtfidf'";
+    pub const ALLOWED: &'static str = "'tf', 'binary', 'tfidf', 'logtf', 'logtfidf', 'logtfedge'";
 
     pub fn parse(name: &str) -> Result<Self, OptionError> {
         match name {
@@ -62,6 +65,7 @@ impl Weighting {
             "tfidf" => Ok(Weighting::TfIdf),
             "logtf" => Ok(Weighting::LogTf),
             "logtfidf" => Ok(Weighting::LogTfIdf),
+            "logtfedge" => Ok(Weighting::LogTfEdge),
             other => Err(OptionError::new("weighting", quote(other), Self::ALLOWED.into())),
         }
     }
@@ -69,7 +73,10 @@ impl Weighting {
     /// Whether the weighting arrived with algorithm v2 (0.3.0); `fold => 'auto'` folds only for these,
     /// so that every option combination of 0.2.0 keeps its fingerprint.
     pub fn is_v2(self) -> bool {
-        matches!(self, Weighting::LogTf | Weighting::LogTfIdf)
+        matches!(
+            self,
+            Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge
+        )
     }
 
     /// Whether the weight of a feature is an IDF of one token, which needs `shingle = 1`.
@@ -84,6 +91,7 @@ impl Weighting {
             Weighting::TfIdf => "tfidf",
             Weighting::LogTf => "logtf",
             Weighting::LogTfIdf => "logtfidf",
+            Weighting::LogTfEdge => "logtfedge",
         }
     }
 }
@@ -175,7 +183,7 @@ impl Options {
             return Err(OptionError::new(
                 "weighting",
                 format!("'{}' with shingle = {shingle}", weighting.name()),
-                "'tfidf' and 'logtfidf' only with shingle = 1; 'tf', 'binary' and 'logtf' with any shingle"
+                "'tfidf' and 'logtfidf' only with shingle = 1; 'tf', 'binary', 'logtf' and 'logtfedge' with any shingle"
                     .into(),
             ));
         }
@@ -271,7 +279,9 @@ mod tests {
         assert_eq!(e.option, "weighting");
         assert!(e.to_string().contains("'logtfidf' with shingle = 2"), "{e}");
         let e = Options::parse("word", 1, "bm25", false).unwrap_err();
-        assert!(e.to_string().contains("'logtf', 'logtfidf'"), "{e}");
+        assert!(e.to_string().contains("'logtf', 'logtfidf', 'logtfedge'"), "{e}");
+        let o = Options::parse("bigram", 2, "logtfedge", true).unwrap();
+        assert_eq!((o.weighting, o.fold), (Weighting::LogTfEdge, Fold::Simplified));
     }
 
     #[test]

@@ -44,6 +44,23 @@ pub fn ball_size(width: u32, radius: i32) -> u64 {
 /// Every value of `width` bits within `radius` bits of `value`, sorted ascending.
 pub fn neighbours(value: u32, width: u32, radius: i32) -> Vec<i32> {
     let mut out = Vec::with_capacity(ball_size(width, radius) as usize);
+    if radius == 1 {
+        // In order without sorting (the duplicate trigger's plan at the default distance): a set
+        // bit flipped gives a smaller value, the larger the bit the smaller; a clear bit a larger.
+        out.extend(
+            (0..width)
+                .rev()
+                .filter(|b| value >> b & 1 == 1)
+                .map(|b| (value ^ 1 << b) as i32),
+        );
+        out.push(value as i32);
+        out.extend(
+            (0..width)
+                .filter(|b| value >> b & 1 == 0)
+                .map(|b| (value ^ 1 << b) as i32),
+        );
+        return out;
+    }
     if radius >= 0 {
         flip(value, width, 0, radius as u32, &mut out);
     }
@@ -336,14 +353,15 @@ mod tests {
     #[test]
     fn neighbours_are_the_hamming_ball() {
         for width in [1u32, 3, 8, 16] {
-            for radius in -1..=3 {
-                let value = 0b1011 & ((1 << width) - 1);
+            for (radius, value) in (-1..=3).flat_map(|r| [0, 0b1011, 0x5a5a, 0x8001, 0xffff].map(|v| (r, v)))
+            {
+                let value = value & ((1 << width) - 1);
                 let got = neighbours(value, width, radius);
                 let want: Vec<i32> = (0..1u32 << width)
                     .filter(|&v| ((v ^ value).count_ones() as i32) <= radius)
                     .map(|v| v as i32)
                     .collect();
-                assert_eq!(got, want, "width {width} radius {radius}");
+                assert_eq!(got, want, "width {width} radius {radius} value {value}");
                 assert_eq!(got.len() as u64, ball_size(width, radius));
             }
         }

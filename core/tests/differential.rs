@@ -302,6 +302,7 @@ fn all_options() -> Vec<Options> {
             Weighting::TfIdf,
             Weighting::LogTf,
             Weighting::LogTfIdf,
+            Weighting::LogTfEdge,
         ] {
             for stopwords in [false, true] {
                 out.push(Options {
@@ -322,7 +323,7 @@ fn all_options() -> Vec<Options> {
         (Tokenizer::Jieba, &[1, 2][..]),
     ] {
         for &shingle in shingles {
-            for weighting in [Weighting::LogTf, Weighting::LogTfIdf] {
+            for weighting in [Weighting::LogTf, Weighting::LogTfIdf, Weighting::LogTfEdge] {
                 for fold in [Fold::None, Fold::Simplified] {
                     if tokenizer == Tokenizer::Bigram && fold == Fold::Simplified {
                         continue; // above
@@ -341,7 +342,7 @@ fn all_options() -> Vec<Options> {
             }
         }
     }
-    assert_eq!(out.len(), 134);
+    assert_eq!(out.len(), 153);
     assert!(out.contains(&Options::default()));
     out
 }
@@ -408,7 +409,7 @@ fn fast_path_equals_reference() {
     let all = all_options();
     // Not supported: an IDF weighting ('tfidf', 'logtfidf') with shingle > 1, which the reference
     // computes from the joined shingle text.
-    assert_eq!(all.iter().filter(|o| fast_path_supports(o)).count(), 100);
+    assert_eq!(all.iter().filter(|o| fast_path_supports(o)).count(), 119);
     let start = Instant::now();
     let ran = std::cell::Cell::new(0u64);
     let mut batches = 0;

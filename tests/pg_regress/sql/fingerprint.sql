@@ -50,3 +50,34 @@ SELECT * FROM simhash_features('The quick brown fox jumps over the lazy dog, the
 SELECT feature, round(weight::numeric, 4) AS weight FROM simhash_features('新闻报道：今天的新闻', tokenizer => 'jieba', weighting => 'tfidf');
 SELECT * FROM simhash_features('Hello', tokenizer => 'char', shingle => 8, stopwords => false);
 SELECT count(*) AS no_features FROM simhash_features('，。！');
+-- 'logtfedge' (algorithm v2): 'logtf' whose first and last 60 features weigh less, from 0.2 at the
+-- very ends to 1 at 60 features in; a short text lies wholly within them. Folds with 'auto'.
+SELECT simhash('北京地铁 Line 19 今天开通，全长 22 公里。Beijing opened metro line 19 today.',
+               'bigram', 1, 'logtfedge', true, 'auto') AS mixed_fp,
+       simhash('北京地鐵 19 號線今天開通，全長 22 公里。', weighting => 'logtfedge') AS traditional_fp,
+       simhash('北京地铁 19 号线今天开通，全长 22 公里。', weighting => 'logtfedge') AS simplified_fp,
+       simhash('The quick brown fox jumps over the lazy dog; the fox!', tokenizer => 'word', shingle => 2,
+               weighting => 'logtfedge') AS en_shingle2;
+SELECT feature, round(weight::numeric, 4) AS weight
+FROM simhash_features('The quick brown fox jumps over the lazy dog; the fox!', weighting => 'logtfedge');
+-- Longer texts: the middle weighs fully; the same header and footer added around 100 bodies of 60 to
+-- 159 words move fewer bits than with 'logtf'.
+WITH body AS (
+  SELECT n, string_agg('w' || i, ' ' ORDER BY i) AS t
+  FROM generate_series(60, 159) n, generate_series(1, n) i GROUP BY n
+), wrapped AS (
+  SELECT n, t, 'Home > Docs > Admin > Reference, imported from the wiki on 12 April 2023. ' || t ||
+               ' Copyright 2023 Example Corp. All rights reserved. Was this page helpful?' AS w
+  FROM body
+), d AS (
+  SELECT n, hamming(simhash(t, weighting => 'logtf'), simhash(w, weighting => 'logtf')) AS logtf,
+         hamming(simhash(t, weighting => 'logtfedge'), simhash(w, weighting => 'logtfedge')) AS logtfedge
+  FROM wrapped
+)
+SELECT (SELECT simhash(t, weighting => 'logtfedge') FROM body WHERE n = 159) AS fp_159_words,
+       (SELECT count(*) FROM body, simhash_features(t, weighting => 'logtfedge') f
+        WHERE n = 159 AND f.weight = 1) AS full_weight_of_159,
+       round(avg(logtf), 2) AS logtf_mean_distance, round(avg(logtfedge), 2) AS logtfedge_mean_distance,
+       count(*) FILTER (WHERE logtf <= 7) AS logtf_within_7,
+       count(*) FILTER (WHERE logtfedge <= 7) AS logtfedge_within_7
+FROM d;

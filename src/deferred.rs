@@ -1,0 +1,436 @@
+//! The duplicate check of `on_duplicate => 'error'`, once per statement.
+//!
+//! A table attached in `'error'` mode has two triggers: `simhash_trigger()` BEFORE INSERT OR UPDATE
+//! computes the fingerprint and takes the advisory locks (`trigger.rs`), and
+//! `simhash_check_trigger()` AFTER INSERT notes each written row: its fingerprint and TID. At the
+//! end of the statement (the `ExecutorFinish` hook, after the AFTER triggers have run) the rows of
+//! the statement are checked together: the probe values of all of them, band by band, go to the
+//! band indexes in one ascending pass (`leafmap::equal_entries`), so that a bulk `INSERT … SELECT`
+//! reads each leaf once for many rows instead of once per row and probe.
+//!
+//! The outcome is the per-row check's: the statement fails with the first row (in the order they
+//! were written) that has a near-duplicate among the rows that were there before it, whether
+//! written before the statement or earlier in it, and names the nearest one. Rows written later in
+//! the statement are not counted against a row: the later row reports the pair, as it would have.
+//!
+//! Exactness under concurrency is unchanged: the locks are taken per row before the row is
+//! written and held to the end of the transaction, and the check reads with a snapshot taken
+//! after all of them, so it sees every conflicting write that committed first.
+//!
+//! Where the batch is not used: UPDATEs, partitions, SERIALIZABLE transactions and the other modes
+//! are checked by the BEFORE trigger as before; rows written outside a statement's executor (COPY
+//! runs its AFTER triggers itself) are checked by the check trigger at once, excluding the row
+//! itself by TID. A transaction never commits with rows unchecked: the pre-commit callback checks
+//! any left (none should be), and aborts drop them.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use pgrx::prelude::*;
+use simhash_core::probe::ProbePlan;
+
+use crate::errors::OrRaise;
+use crate::search::{search_table, BandIndexes, HeapFetch};
+use crate::trigger::Setup;
+
+/// A row written by the current statement, waiting for its check.
+struct Pending {
+    group: usize,
+    fp: u64,
+    tid: pg_sys::ItemPointerData,
+}
+
+/// Rows of a statement searched in one pass (about 140 bytes of probe lists each).
+const MERGED_ROWS: usize = 1 << 16;
+
+/// Rows checked by the one-pass search (for tests).
+pub static BATCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// What the rows of one (table, trigger) share.
+#[derive(Clone)]
+struct Group {
+    relid: pg_sys::Oid,
+    tgoid: pg_sys::Oid,
+    setup: Setup,
+    ext_schema: String,
+}
+
+thread_local! {
+    /// How many `ExecutorFinish` calls are running: rows noted meanwhile wait for the innermost.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
+    static GROUPS: RefCell<Vec<Group>> = const { RefCell::new(Vec::new()) };
+    /// Per open subtransaction: (its id, DEPTH and PENDING's length when it started).
+    static SAVED: RefCell<Vec<(pg_sys::SubTransactionId, u32, usize)>> = const { RefCell::new(Vec::new()) };
+    static PREVIOUS_FINISH: Cell<pg_sys::ExecutorFinish_hook_type> = const { Cell::new(None) };
+}
+
+/// Installs the hook and the transaction callbacks (from `_PG_init`).
+pub fn register() {
+    unsafe {
+        PREVIOUS_FINISH.with(|p| p.set(pg_sys::ExecutorFinish_hook));
+        pg_sys::ExecutorFinish_hook = Some(executor_finish);
+        pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
+        pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
+    }
+}
+
+unsafe extern "C-unwind" fn executor_finish(query: *mut pg_sys::QueryDesc) {
+    crate::errors::guard(|| {
+        let start = PENDING.with(|p| p.borrow().len());
+        DEPTH.with(|d| d.set(d.get() + 1));
+        match PREVIOUS_FINISH.with(Cell::get) {
+            Some(previous) => pg_sys::ffi::pg_guard_ffi_boundary(|| previous(query)),
+            None => pg_sys::standard_ExecutorFinish(query),
+        }
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        check_from(start);
+        pg_sys::Datum::from(0)
+    });
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+    use pg_sys::XactEvent::*;
+    match event {
+        XACT_EVENT_PRE_COMMIT | XACT_EVENT_PRE_PREPARE if PENDING.with(|p| !p.borrow().is_empty()) => {
+            crate::errors::guard(|| {
+                check_from(0);
+                pg_sys::Datum::from(0)
+            });
+        }
+        XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT | XACT_EVENT_COMMIT | XACT_EVENT_PREPARE => {
+            DEPTH.with(|d| d.set(0));
+            PENDING.with(|p| p.borrow_mut().clear());
+            GROUPS.with(|g| g.borrow_mut().clear());
+            SAVED.with(|s| s.borrow_mut().clear());
+        }
+        _ => {}
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn subxact_callback(
+    event: pg_sys::SubXactEvent::Type,
+    subid: pg_sys::SubTransactionId,
+    _parent: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    use pg_sys::SubXactEvent::*;
+    match event {
+        SUBXACT_EVENT_START_SUB => {
+            let state = (subid, DEPTH.with(Cell::get), PENDING.with(|p| p.borrow().len()));
+            SAVED.with(|s| s.borrow_mut().push(state));
+        }
+        SUBXACT_EVENT_COMMIT_SUB | SUBXACT_EVENT_ABORT_SUB => {
+            let saved = SAVED.with(|s| {
+                let mut s = s.borrow_mut();
+                let at = s.iter().rposition(|&(id, ..)| id == subid)?;
+                let state = s[at];
+                s.truncate(at);
+                Some(state)
+            });
+            if let (SUBXACT_EVENT_ABORT_SUB, Some((_, depth, len))) = (event, saved) {
+                // The rows the subtransaction wrote are gone, and so are the statements it ran.
+                DEPTH.with(|d| d.set(depth));
+                PENDING.with(|p| p.borrow_mut().truncate(len));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether paired triggers leave the check to the AFTER trigger in this transaction: not at
+/// SERIALIZABLE, where the check before the write keeps its unique-violation error (written
+/// first, the row would make the check's reads a serialization failure) and leaf lists do not
+/// serve anyway. The isolation level is fixed before a transaction's first write.
+pub fn defers() -> bool {
+    unsafe { pg_sys::XactIsoLevel != pg_sys::XACT_SERIALIZABLE as i32 }
+}
+
+/// Whether a row noted now is checked at the end of a statement: only within one.
+pub fn in_statement() -> bool {
+    DEPTH.with(Cell::get) > 0
+}
+
+/// Notes a row the current statement wrote, for the check at its end.
+///
+/// # Safety
+/// `rel` must be the open table `trigger` fired on.
+pub unsafe fn note(
+    rel: pg_sys::Relation,
+    trigger: &pg_sys::Trigger,
+    setup: &Setup,
+    ext_schema: impl FnOnce() -> String,
+    fp: u64,
+    tid: pg_sys::ItemPointerData,
+) {
+    let (relid, tgoid) = ((*rel).rd_id, trigger.tgoid);
+    let group = GROUPS.with(|g| {
+        let mut g = g.borrow_mut();
+        match g.iter().position(|x| x.relid == relid && x.tgoid == tgoid) {
+            Some(at) => at,
+            None => {
+                g.push(Group {
+                    relid,
+                    tgoid,
+                    setup: setup.clone(),
+                    ext_schema: ext_schema(),
+                });
+                g.len() - 1
+            }
+        }
+    });
+    PENDING.with(|p| p.borrow_mut().push(Pending { group, fp, tid }));
+}
+
+/// Checks the rows noted from position `start` on, raising the error of the first near-duplicate.
+unsafe fn check_from(start: usize) {
+    let rows: Vec<Pending> = PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() > start {
+            p.split_off(start)
+        } else {
+            Vec::new()
+        }
+    });
+    if rows.is_empty() {
+        return;
+    }
+    let groups = GROUPS.with(|g| {
+        let groups = g.borrow().clone();
+        if PENDING.with(|p| p.borrow().is_empty()) {
+            g.borrow_mut().clear();
+        }
+        groups
+    });
+    // As the per-row check: rows of this statement visible, and every transaction that committed
+    // while this one waited on the locks.
+    pg_sys::CommandCounterIncrement();
+    let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+    for (at, group) in groups.iter().enumerate() {
+        let mine: Vec<(u64, pg_sys::ItemPointerData)> = rows
+            .iter()
+            .filter(|r| r.group == at)
+            .map(|r| (r.fp, r.tid))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let rel = pg_sys::table_open(group.relid, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
+        if let Some((distance, tid)) = first_duplicate(rel, &group.setup, &mine, snapshot) {
+            let att = &group.setup.att;
+            let (key_columns, nearest) = crate::trigger::describe_row(
+                &group.ext_schema,
+                att,
+                group.relid,
+                tid,
+                distance,
+                None,
+                snapshot,
+            );
+            let nearest = nearest.expect("a row found has a key");
+            crate::trigger::raise_duplicate(att, &crate::search::relation_name(rel), &key_columns, &nearest);
+        }
+        pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+    }
+    pg_sys::UnregisterSnapshot(snapshot);
+}
+
+fn tid_key(tid: &pg_sys::ItemPointerData) -> (u16, u16, u16) {
+    (tid.ip_blkid.bi_hi, tid.ip_blkid.bi_lo, tid.ip_posid)
+}
+
+/// The nearest near-duplicate of the first of `rows` (fingerprint, TID; in the order written) that
+/// has one among the rows of `rel` other than itself and the rows after it, as (distance, TID).
+unsafe fn first_duplicate(
+    rel: pg_sys::Relation,
+    setup: &Setup,
+    rows: &[(u64, pg_sys::ItemPointerData)],
+    snapshot: pg_sys::Snapshot,
+) -> Option<(u32, pg_sys::ItemPointerData)> {
+    let att = &setup.att;
+    let fp_attnum = setup.fp_att as i16;
+    let order: HashMap<(u16, u16, u16), usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (_, tid))| (tid_key(tid), i))
+        .collect();
+    // Row j of the statement counts against row i only if written before it.
+    let counts = |i: usize, tid: &pg_sys::ItemPointerData| order.get(&tid_key(tid)).is_none_or(|&j| j < i);
+    let indexes = BandIndexes::open(rel, att, fp_attnum, pg_sys::NoLock as pg_sys::LOCKMODE);
+    // In slices, to bound the memory of the probe lists; the first slice with a match has the row.
+    let mut all_served = true;
+    for (at, slice) in rows.chunks(MERGED_ROWS).enumerate() {
+        let mut best: Vec<Option<(u32, pg_sys::ItemPointerData)>> = vec![None; slice.len()];
+        let offset = at * MERGED_ROWS;
+        let counts = |i: usize, tid: &pg_sys::ItemPointerData| counts(offset + i, tid);
+        if !merged(
+            rel,
+            &indexes,
+            att.max_distance,
+            slice,
+            snapshot,
+            &counts,
+            &mut best,
+        ) {
+            all_served = false;
+            break;
+        }
+        if let Some(found) = best.into_iter().flatten().next() {
+            return Some(found);
+        }
+    }
+    if all_served {
+        return None;
+    }
+    // One search per row: the same results, for tables whose indexes leaf lists cannot serve.
+    drop(indexes);
+    for (i, &(fp, tid)) in rows.iter().enumerate() {
+        let mut nearest: Option<(u32, pg_sys::ItemPointerData)> = None;
+        search_table(
+            rel,
+            att,
+            fp_attnum,
+            fp,
+            att.max_distance,
+            snapshot,
+            Some(tid),
+            pg_sys::NoLock as pg_sys::LOCKMODE,
+            &mut |d, slot| {
+                let found = (*slot).tts_tid;
+                if counts(i, &found) && nearest.is_none_or(|(nd, _)| d < nd) {
+                    nearest = Some((d, found));
+                }
+            },
+        );
+        if nearest.is_some() {
+            return nearest;
+        }
+    }
+    None
+}
+
+/// Finds every row's nearest near-duplicate (as [`first_duplicate`] counts them) in one ascending
+/// pass over each band index for all rows. False, with `best` undefined, where the band indexes
+/// cannot be read that way or the distance is beyond what probing serves.
+#[allow(clippy::too_many_arguments)]
+unsafe fn merged(
+    rel: pg_sys::Relation,
+    indexes: &BandIndexes,
+    k: i32,
+    rows: &[(u64, pg_sys::ItemPointerData)],
+    snapshot: pg_sys::Snapshot,
+    counts: &dyn Fn(usize, &pg_sys::ItemPointerData) -> bool,
+    best: &mut [Option<(u32, pg_sys::ItemPointerData)>],
+) -> bool {
+    let Some(bands) = indexes.leaf_readable_bands() else {
+        return false;
+    };
+    let nbands = bands.len() as i32;
+    let plans: Vec<ProbePlan> = rows
+        .iter()
+        .map(|&(fp, _)| ProbePlan::new(fp, k, nbands).or_raise())
+        .collect();
+    if plans.iter().any(|p| p.probes.is_none()) {
+        return false;
+    }
+    let fetch = HeapFetch::begin(rel);
+    let slot = pg_sys::table_slot_create(rel, std::ptr::null_mut());
+    let (mut pairs, mut values, mut entries) = (Vec::new(), Vec::new(), Vec::new());
+    let mut served = true;
+    for (b, &index) in bands.iter().enumerate() {
+        // (probe value, row): the rows that probe each value, values ascending.
+        pairs.clear();
+        for (i, plan) in plans.iter().enumerate() {
+            let probe = &plan.probes.as_ref().expect("probes")[b];
+            pairs.extend(probe.values.iter().map(|&v| (v, i as u32)));
+        }
+        pairs.sort_unstable();
+        values.clear();
+        values.extend(pairs.iter().map(|p| p.0));
+        values.dedup();
+        entries.clear();
+        // A backend reads an index's leaf list after its first probes: a second call reads it.
+        if !crate::leafmap::equal_entries(index, &values, usize::MAX, &mut entries) {
+            entries.clear();
+            if !crate::leafmap::equal_entries(index, &values, usize::MAX, &mut entries) {
+                served = false;
+                break;
+            }
+        }
+        let (start, end) = simhash_core::bands::band_bits(b as u32, nbands as u32);
+        let mask = (1u64 << (end - start)) - 1;
+        for &(fp, tid) in &entries {
+            pg_sys::check_for_interrupts!();
+            let key = ((fp >> start) & mask) as i32;
+            let from = pairs.partition_point(|p| p.0 < key);
+            for &(_, i) in pairs[from..].iter().take_while(|p| p.0 == key) {
+                let i = i as usize;
+                if tid_key(&tid) == tid_key(&rows[i].1) {
+                    continue;
+                }
+                let Some(d) = plans[i].accepts(b as u32, fp) else {
+                    continue;
+                };
+                if best[i].is_some_and(|(bd, _)| bd <= d) {
+                    continue;
+                }
+                if fetch.fetch(tid, snapshot, slot) && counts(i, &(*slot).tts_tid) {
+                    best[i] = Some((d, (*slot).tts_tid));
+                }
+            }
+        }
+    }
+    pg_sys::ExecDropSingleTupleTableSlot(slot);
+    drop(fetch);
+    if served {
+        BATCHED.fetch_add(rows.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+    served
+}
+
+/// Whether `trigger` on `rel` has its partner: for `simhash_trigger()` BEFORE INSERT, a
+/// `simhash_check_trigger()` AFTER INSERT with the same arguments that fires when it does, and
+/// the other way round. Only then does the BEFORE trigger leave the check of an INSERT to the
+/// AFTER one. Never on a partition (its rows are checked across the partitioned table, per row).
+///
+/// # Safety
+/// `rel` must be the open relation `trigger` belongs to.
+pub unsafe fn paired(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> bool {
+    const ROW: i16 = 1 << 0;
+    const BEFORE: i16 = 1 << 1;
+    const INSERT: i16 = 1 << 2;
+    const INSTEAD: i16 = 1 << 6;
+    let form = &*(*rel).rd_rel;
+    if form.relispartition || form.relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char {
+        return false;
+    }
+    let trigdesc = (*rel).trigdesc;
+    if trigdesc.is_null() {
+        return false;
+    }
+    let before = trigger.tgtype & BEFORE != 0;
+    let (partner, shape) = if before {
+        ("simhash_check_trigger", ROW | INSERT)
+    } else {
+        ("simhash_trigger", ROW | BEFORE | INSERT)
+    };
+    let namespace = pg_sys::get_func_namespace(trigger.tgfoid);
+    let args = |t: &pg_sys::Trigger| -> Vec<&[u8]> {
+        (0..t.tgnargs as usize)
+            .map(|i| std::ffi::CStr::from_ptr(*t.tgargs.add(i)).to_bytes())
+            .collect()
+    };
+    let triggers = std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize);
+    triggers.iter().any(|t| {
+        let name = pg_sys::get_func_name(t.tgfoid);
+        t.tgoid != trigger.tgoid
+            && !name.is_null()
+            && std::ffi::CStr::from_ptr(name).to_bytes() == partner.as_bytes()
+            && pg_sys::get_func_namespace(t.tgfoid) == namespace
+            && t.tgtype & (ROW | BEFORE | INSERT | INSTEAD) == shape
+            && t.tgenabled == trigger.tgenabled
+            && args(t) == args(trigger)
+    })
+}
