@@ -59,6 +59,29 @@ pub fn raise(error: EncodedError) -> ! {
     std::panic::resume_unwind(Box::new(error))
 }
 
+/// Runs `body` inside a `#[pg_extern]` function, turning an [`EncodedError`] it raises into an
+/// ordinary error report (pgrx's own wrapper knows only its own panics; it would say "Box<Any>").
+/// The texts go as UTF-8, as `ereport!` sends them.
+pub fn in_extern<T>(body: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(payload) => match payload.downcast::<EncodedError>() {
+            Ok(e) => {
+                let mut report = pgrx::pg_sys::panic::ErrorReport::new(e.code, e.message, "simhash_ext");
+                if let Some(detail) = e.detail {
+                    report = report.set_detail(detail);
+                }
+                if let Some(hint) = e.hint {
+                    report = report.set_hint(hint);
+                }
+                report.report(pgrx::PgLogLevel::ERROR);
+                unreachable!("an ERROR does not return")
+            }
+            Err(other) => std::panic::resume_unwind(other),
+        },
+    }
+}
+
 /// Copies a text into the current memory context, converted to the server encoding.
 fn palloc_server_cstring(text: &str) -> *mut std::ffi::c_char {
     let bytes = crate::text::utf8_to_server(text);

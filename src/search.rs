@@ -933,7 +933,7 @@ fn simhash_lookup_cost(
 > {
     unsafe {
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let att = attachment_of(heap, text_column, own_namespace(fcinfo));
+        let att = crate::errors::in_extern(|| attachment_of(heap, text_column, own_namespace(fcinfo)));
         if crate::citus::distribution(table_name.0).is_some() {
             ereport!(
                 ERROR,

@@ -607,6 +607,20 @@ unsafe fn same_stored_bytes(a: Option<pg_sys::Datum>, b: Option<pg_sys::Datum>) 
     }
 }
 
+/// The trigger data of a call of a trigger function (after arming the allocator for its work), or
+/// the error `not_a_trigger`.
+unsafe fn trigger_data<'a>(
+    fcinfo: pg_sys::FunctionCallInfo,
+    not_a_trigger: &'static str,
+) -> &'a pg_sys::TriggerData {
+    crate::errors::arm_allocator();
+    let context = (*fcinfo).context;
+    if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+        trigger_error(not_a_trigger);
+    }
+    &*(context as *mut pg_sys::TriggerData)
+}
+
 fn trigger_error(message: &'static str) -> ! {
     raise(EncodedError {
         code: PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
@@ -730,12 +744,7 @@ pub unsafe extern "C-unwind" fn simhash_trigger(fcinfo: pg_sys::FunctionCallInfo
 }
 
 unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    crate::errors::arm_allocator();
-    let context = (*fcinfo).context;
-    if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
-        trigger_error("simhash_trigger() must be called as a trigger");
-    }
-    let td = &*(context as *mut pg_sys::TriggerData);
+    let td = trigger_data(fcinfo, "simhash_trigger() must be called as a trigger");
     let event = td.tg_event;
     let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
     if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_BEFORE
@@ -943,12 +952,7 @@ pub unsafe extern "C-unwind" fn simhash_check_trigger(fcinfo: pg_sys::FunctionCa
 }
 
 unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    crate::errors::arm_allocator();
-    let context = (*fcinfo).context;
-    if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
-        trigger_error("simhash_check_trigger() must be called as a trigger");
-    }
-    let td = &*(context as *mut pg_sys::TriggerData);
+    let td = trigger_data(fcinfo, "simhash_check_trigger() must be called as a trigger");
     let event = td.tg_event;
     if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_AFTER
         || event & pg_sys::TRIGGER_EVENT_ROW == 0

@@ -107,7 +107,8 @@ SELECT q, pg_temp.try(q) AS result FROM (VALUES
   ($$SELECT simhash_attach('t', NULL)$$),
   ($$SELECT simhash_detach('t')$$),
   ($$SELECT * FROM simhash_near_duplicates(NULL::t, 'x')$$),
-  ($$SELECT * FROM simhash_near_duplicates(1, 'x')$$)
+  ($$SELECT * FROM simhash_near_duplicates(1, 'x')$$),
+  ($$SELECT * FROM simhash_lookup_cost('t', 1)$$)
 ) v(q);
 SELECT simhash_attach('t', 'body');
 SELECT pg_temp.try($$SELECT simhash_attach('t', 'body')$$) AS attach_twice;
