@@ -412,9 +412,9 @@ pub unsafe fn paired(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> bool {
     }
     let before = trigger.tgtype & BEFORE != 0;
     let (partner, shape) = if before {
-        ("simhash_check_trigger", ROW | INSERT)
+        (&b"simhash_check_trigger"[..], ROW | INSERT)
     } else {
-        ("simhash_trigger", ROW | BEFORE | INSERT)
+        (&b"simhash_trigger"[..], ROW | BEFORE | INSERT)
     };
     let namespace = pg_sys::get_func_namespace(trigger.tgfoid);
     let args = |t: &pg_sys::Trigger| -> Vec<&[u8]> {
@@ -424,11 +424,8 @@ pub unsafe fn paired(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> bool {
     };
     let triggers = std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize);
     triggers.iter().any(|t| {
-        let name = pg_sys::get_func_name(t.tgfoid);
         t.tgoid != trigger.tgoid
-            && !name.is_null()
-            && std::ffi::CStr::from_ptr(name).to_bytes() == partner.as_bytes()
-            && pg_sys::get_func_namespace(t.tgfoid) == namespace
+            && crate::search::is_extension_function(t.tgfoid, partner, namespace)
             && t.tgtype & (ROW | BEFORE | INSERT | INSTEAD) == shape
             && t.tgenabled == trigger.tgenabled
             && args(t) == args(trigger)

@@ -503,9 +503,8 @@ unsafe fn find_leaf(
 /// torn: it only chooses addresses to prefetch inside those pages, and the probe itself reads the
 /// page under its lock.
 unsafe fn prefetch(leaves: &[Listed], values: &[i32], at: &mut [usize; PREFETCHED]) {
-    const MAX: usize = PREFETCHED;
     // (page, value, the bounds of its list entry, the right-link if known)
-    let mut pages = [(std::ptr::null::<u8>(), 0i64, 0i64, 0i64, None); MAX];
+    let mut pages = [(std::ptr::null::<u8>(), 0i64, 0i64, 0i64, None); PREFETCHED];
     let mut n = 0;
     for (&value, at) in values.iter().zip(at.iter_mut()) {
         let value = i64::from(value);
@@ -535,7 +534,7 @@ unsafe fn prefetch(leaves: &[Listed], values: &[i32], at: &mut [usize; PREFETCHE
         let raw = std::ptr::read_volatile(page.add(at) as *const u32);
         (raw & 0x7fff) as usize % BLOCK_SIZE
     };
-    let mut pivots = [[0i64; 3]; MAX];
+    let mut pivots = [[0i64; 3]; PREFETCHED];
     for (&(page, value, low, high, next), pivots) in pages[..n].iter().zip(pivots.iter_mut()) {
         let lower = std::ptr::read_volatile(page.add(12) as *const u16) as usize;
         let next =

@@ -567,9 +567,17 @@ pub unsafe fn attachment_of(
 
 /// Whether `func` is this extension's `simhash_trigger()` (syscache lookups, no query).
 unsafe fn is_simhash_trigger(func: pg_sys::Oid, ext_namespace: pg_sys::Oid) -> bool {
-    let name = pg_sys::get_func_name(func);
-    !name.is_null()
-        && CStr::from_ptr(name).to_bytes() == b"simhash_trigger"
+    is_extension_function(func, b"simhash_trigger", ext_namespace)
+}
+
+/// Whether `func` is the function `name` of the schema `ext_namespace` (syscache lookups, no query).
+///
+/// # Safety
+/// In a transaction (catalog lookups).
+pub unsafe fn is_extension_function(func: pg_sys::Oid, name: &[u8], ext_namespace: pg_sys::Oid) -> bool {
+    let found = pg_sys::get_func_name(func);
+    !found.is_null()
+        && CStr::from_ptr(found).to_bytes() == name
         && pg_sys::get_func_namespace(func) == ext_namespace
 }
 

@@ -259,7 +259,7 @@ fn server_cstring(text: &str) -> CString {
 }
 
 /// A C string of the server encoding (a catalog name, a trigger argument, a value's output) as UTF-8.
-pub unsafe fn cstr_utf8(ptr: *const std::ffi::c_char) -> String {
+unsafe fn cstr_utf8(ptr: *const std::ffi::c_char) -> String {
     server_to_utf8_lossy(CStr::from_ptr(ptr).to_bytes())
 }
 
@@ -538,7 +538,7 @@ pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nea
 }
 
 /// The schema the extension lives in (the trigger function's own), quoted for SQL.
-pub unsafe fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
+unsafe fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
     let namespace = pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid);
     quote_ident(&cstr_utf8(pg_sys::get_namespace_name(namespace)))
 }
@@ -641,15 +641,23 @@ pub struct Setup {
     /// The flag column, if the table has one (required in flag mode only, when a row is checked).
     flag_att: Option<i32>,
     /// The table the trigger was attached to: this one, or the partitioned table it is a partition of.
-    pub attached_table: pg_sys::Oid,
+    attached_table: pg_sys::Oid,
     /// Whether the table's simhash_check_trigger() checks the rows this trigger writes.
-    pub deferred: bool,
+    deferred: bool,
     /// The scope column, its type's equality function and collation.
     scope: Option<(i32, *mut pg_sys::FmgrInfo, pg_sys::Oid)>,
     /// Where this table is a shard of a Citus table, that table's distribution.
     shard: Option<crate::citus::Distribution>,
     /// The registered-fingerprint column of a registry attachment.
     registered_att: Option<i32>,
+}
+
+impl Setup {
+    /// Whether the duplicate check of an INSERT is left to `simhash_check_trigger()`: paired
+    /// triggers in `'error'` mode, outside SERIALIZABLE (both triggers decide it the same way).
+    fn checks_inserts_after(&self) -> bool {
+        self.deferred && self.att.mode == Mode::Error && crate::deferred::defers()
+    }
 }
 
 thread_local! {
@@ -660,7 +668,7 @@ thread_local! {
 
 /// The trigger's [`Setup`] for the row in `td`, or the error of a trigger whose arguments or
 /// columns no longer fit.
-pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
+unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
     let trigger = &*td.tg_trigger;
     let rel = td.tg_relation;
     SETUPS.with(|setups| {
@@ -872,10 +880,7 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 // The locks key on the attached table: writers to different partitions meet.
                 let attached_table = setup.attached_table;
                 lock_parts(attached_table, fp, att.max_distance as u32);
-                let deferred = setup.deferred
-                    && op == pg_sys::TRIGGER_EVENT_INSERT
-                    && att.mode == Mode::Error
-                    && crate::deferred::defers();
+                let deferred = op == pg_sys::TRIGGER_EVENT_INSERT && setup.checks_inserts_after();
                 let self_tid = match old {
                     Some(old) => (*old).t_self,
                     None => pg_sys::ItemPointerData::default(),
@@ -962,7 +967,7 @@ unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     }
     let setup = setup_of(td);
     // Unpaired (the BEFORE trigger disabled alone, a partition), the BEFORE trigger checks.
-    if !setup.deferred || setup.att.mode != Mode::Error || !crate::deferred::defers() {
+    if !setup.checks_inserts_after() {
         return pg_sys::Datum::from(0);
     }
     let rel = td.tg_relation;
