@@ -138,6 +138,17 @@ pub fn normalize_into(chunk: &str, out: &mut String) {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
+        if (0xE5..=0xE9).contains(&b) {
+            // U+5000–U+9FFF, all CJK Unified Ideographs (stable): a cut before each, no decoding.
+            if dirty {
+                sigma |= push_general(&chunk[piece..i], out);
+                copied = i;
+                dirty = false;
+            }
+            piece = i;
+            i += 3;
+            continue;
+        }
         if b < 0x80 && !dirty {
             // A run of ASCII in a clean stretch: each byte a cut, nothing to do until the last.
             let mut j = i + 1;
@@ -207,6 +218,11 @@ pub fn is_normalized_quick(chunk: &str) -> bool {
                 return false;
             }
             i += 1;
+            continue;
+        }
+        if (0xE5..=0xE9).contains(&b) {
+            // U+5000–U+9FFF: ideographs.
+            i += 3;
             continue;
         }
         match char_at(chunk, i) {
@@ -641,7 +657,7 @@ impl Ring {
 /// tables (every character of the two ideograph blocks is alphabetic: test
 /// `ideographs_are_alphanumeric`); stop words are looked up in a set hashed with FNV instead of
 /// SipHash, holding the same words.
-#[inline]
+#[cfg(test)]
 fn keep_fast(token: &str, stopwords: bool, alnum: bool) -> bool {
     (alnum || has_alnum(token)) && !(stopwords && is_stop_word_fast(token))
 }
@@ -687,6 +703,38 @@ fn is_stop_word_fast(token: &str) -> bool {
         (set, longest)
     });
     token.len() <= *longest && set.contains(token)
+}
+
+/// The stop words by their feature hash ([`token_hash`]), for tokens whose hash is computed anyway
+/// (`shingle = 1`): a bitmap of the hashes' top 16 bits rejects most tokens with one load, and a
+/// hit is confirmed by the word itself, so a hash collision cannot drop a token.
+struct StopHashes {
+    bits: Box<[u64; 1024]>,
+    words: HashMap<u64, &'static str, PassBuild>,
+}
+
+impl StopHashes {
+    fn get() -> &'static StopHashes {
+        static STOPS: OnceLock<StopHashes> = OnceLock::new();
+        STOPS.get_or_init(|| {
+            let mut bits = Box::new([0u64; 1024]);
+            let mut words = HashMap::default();
+            for w in crate::stopwords::all() {
+                let h = token_hash(w);
+                bits[(h >> 54) as usize] |= 1 << ((h >> 48) & 63);
+                // Two stop words with one hash would need a list here; the test
+                // `stop_hashes_equal_stop_words` would see the second one lost.
+                words.insert(h, w);
+            }
+            StopHashes { bits, words }
+        })
+    }
+
+    /// Whether `token`, whose [`token_hash`] is `h`, is a stop word.
+    #[inline]
+    fn contains(&self, h: u64, token: &str) -> bool {
+        self.bits[(h >> 54) as usize] & (1 << ((h >> 48) & 63)) != 0 && self.words.get(&h) == Some(&token)
+    }
 }
 
 /// [`Ring`] for the 'char' tokenizer, whose shingles are `n` characters joined by "": the last `n`
@@ -762,7 +810,8 @@ fn token_hash(token: &str) -> u64 {
 /// run's last character, and whether the run has given a pair yet.
 #[derive(Default)]
 struct HanRun {
-    last: Option<(usize, usize)>,
+    /// Start, end, and whether the scanner vouched for it being alphanumeric.
+    last: Option<(usize, usize, bool)>,
     paired: bool,
 }
 
@@ -770,9 +819,9 @@ impl HanRun {
     /// Ends the run: a run of one character gives that character.
     #[inline]
     fn flush(&mut self, text: &str, on_token: &mut impl FnMut(&str, bool)) {
-        if let Some((start, end)) = self.last.take() {
+        if let Some((start, end, alnum)) = self.last.take() {
             if !self.paired {
-                on_token(&text[start..end], false);
+                on_token(&text[start..end], alnum);
             }
         }
         self.paired = false;
@@ -786,6 +835,21 @@ fn fold_table() -> &'static [char] {
         (0x3400..0x1_0000u32)
             .map(|u| char::from_u32(u).map_or('\0', simplified_char))
             .collect()
+    })
+}
+
+/// One bit per character of the BMP from U+3400 up: whether [`fold_table`] changes it.
+fn fold_changes() -> &'static [u64] {
+    static BITS: OnceLock<Vec<u64>> = OnceLock::new();
+    BITS.get_or_init(|| {
+        let table = fold_table();
+        let mut bits = vec![0u64; table.len().div_ceil(64)];
+        for (k, &to) in table.iter().enumerate() {
+            if char::from_u32(0x3400 + k as u32).is_some_and(|c| c != to) {
+                bits[k / 64] |= 1 << (k % 64);
+            }
+        }
+        bits
     })
 }
 
@@ -809,16 +873,32 @@ fn fold_into(text: &str, out: &mut String) -> bool {
     let bytes = text.as_bytes();
     // Characters below U+3000 never change: their bytes are all below 0xE3, and a byte from 0xE3
     // up is always a lead byte.
+    let changes = fold_changes();
     let mut i = 0;
     let first = loop {
-        match bytes.get(i) {
-            None => return false,
-            Some(&b) if b < 0xE3 => i += 1,
-            Some(_) => match char_at(text, i) {
-                Some(c) if fold_char(c, table) != c => break i,
-                Some(c) => i += c.len_utf8(),
-                None => i += 1,
-            },
+        let Some(&b) = bytes.get(i) else {
+            return false;
+        };
+        if b < 0xE3 {
+            i += 1;
+            continue;
+        }
+        if b < 0xF0 {
+            // A 3-byte character (lead byte 1110xxxx) from U+3000 up: decoded here and looked up
+            // in `fold_changes`.
+            if let Some(&[b0, b1, b2]) = bytes.get(i..i + 3) {
+                let u = (u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
+                match u.checked_sub(0x3400) {
+                    Some(k) if (changes[k as usize / 64] >> (k % 64)) & 1 != 0 => break i,
+                    _ => i += 3,
+                }
+                continue;
+            }
+        }
+        match char_at(text, i) {
+            Some(c) if fold_char(c, table) != c => break i,
+            Some(c) => i += c.len_utf8(),
+            None => i += 1,
         }
     };
     out.clear();
@@ -846,6 +926,7 @@ fn for_each_feature_hash(
     let mut failed: Option<OutOfMemory> = None;
     let stopwords = options.stopwords;
     let single = options.shingle == 1;
+    let stops = StopHashes::get();
     for chunk in chunks(text, chunking) {
         interrupt();
         if memory_low() {
@@ -866,11 +947,18 @@ fn for_each_feature_hash(
             normalized
         };
         let mut on_token = |token: &str, alnum: bool| {
-            if failed.is_some() || !keep_fast(token, stopwords, alnum) {
+            if failed.is_some() || !(alnum || has_alnum(token)) {
                 return;
             }
+            // `keep_fast`, with the stop words looked up by the hash that a single token needs anyway.
             let pushed = if single {
-                Some(token_hash(token))
+                let h = token_hash(token);
+                if stopwords && stops.contains(h, token) {
+                    return;
+                }
+                Some(h)
+            } else if stopwords && is_stop_word_fast(token) {
+                return;
             } else if char_shingles {
                 token.chars().next().and_then(|c| char_ring.push(c))
             } else {
@@ -919,13 +1007,14 @@ fn for_each_feature_hash(
                     let single_han = matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c));
                     if single_han {
                         match run.last {
-                            Some((last_start, last_end)) if last_end == start => {
-                                on_token(&normalized[last_start..end], false);
+                            Some((last_start, last_end, last_alnum)) if last_end == start => {
+                                // A pair is alphanumeric if either character is.
+                                on_token(&normalized[last_start..end], last_alnum || alnum);
                                 run.paired = true;
                             }
                             _ => run.flush(normalized, &mut on_token),
                         }
-                        run.last = Some((start, end));
+                        run.last = Some((start, end, alnum));
                     } else {
                         run.flush(normalized, &mut on_token);
                         on_token(t, alnum);
@@ -1002,8 +1091,12 @@ impl SwarCounts {
     /// Bit i set iff `v[i] = 2·ones[i] − total > 0`.
     fn fingerprint(mut self) -> Option<u64> {
         self.flush();
-        (self.total > 0)
-            .then(|| (0..64).fold(0u64, |fp, i| fp | (u64::from(2 * self.ones[i] > self.total) << i)))
+        (self.total > 0).then(|| self.bits())
+    }
+
+    /// [`Self::fingerprint`] after a flush, whatever the total.
+    fn bits(&self) -> u64 {
+        (0..64).fold(0u64, |fp, i| fp | (u64::from(2 * self.ones[i] > self.total) << i))
     }
 }
 
@@ -1040,19 +1133,244 @@ type PassBuild = std::hash::BuildHasherDefault<PassHasher>;
 fn float_sums(features: impl IntoIterator<Item = (u64, f64)>) -> [f64; 64] {
     let mut v = [0f64; 64];
     for (hash, w) in features {
-        let bits = w.to_bits();
-        for (i, vi) in v.iter_mut().enumerate() {
-            let negative = (!hash >> i) & 1;
-            *vi += f64::from_bits(bits ^ (negative << 63));
-        }
+        add_signed(&mut v, hash, w);
     }
     v
+}
+
+/// One step of [`float_sums`]: `v[i] += w` where bit i of `hash` is set, `v[i] -= w` elsewhere.
+#[inline]
+fn add_signed(v: &mut [f64; 64], hash: u64, w: f64) {
+    let bits = w.to_bits();
+    for (i, vi) in v.iter_mut().enumerate() {
+        let negative = (!hash >> i) & 1;
+        *vi += f64::from_bits(bits ^ (negative << 63));
+    }
 }
 
 /// Bit i set iff `v[i] > 0`, as in the reference.
 fn float_fingerprint(features: impl IntoIterator<Item = (u64, f64)>) -> u64 {
     let v = float_sums(features);
     (0..64).fold(0u64, |fp, i| fp | (u64::from(v[i] > 0.0) << i))
+}
+
+/// The term frequency of every distinct feature hash, and the order in which they first came: an
+/// open-addressing table (linear probing from the hash's top bits; feature hashes are mixed by
+/// fmix64) that finds or inserts a feature in one probe sequence, and the list of the slots in
+/// order of first occurrence. The slot key 0 marks an empty slot, so the hash 0 is kept apart.
+struct TermCounts {
+    keys: Vec<u64>,
+    counts: Vec<u32>,
+    /// The slot of every distinct feature (but the hash 0), in order of first occurrence.
+    order: Vec<u32>,
+    shift: u32,
+    /// The count of the hash 0, and how many distinct features came before it.
+    zero: Option<(u32, usize)>,
+}
+
+thread_local! {
+    static SPARE_COUNTS: std::cell::Cell<Option<TermCounts>> = const { std::cell::Cell::new(None) };
+}
+
+impl TermCounts {
+    /// A table sized for a text of `bytes` bytes (fewer distinct features than a quarter of its
+    /// bytes, as a rule), bounded: a longer text grows it.
+    fn new(bytes: usize) -> Self {
+        let slots = (bytes / 2).clamp(64, 1 << 15).next_power_of_two();
+        TermCounts {
+            keys: Vec::new(),
+            counts: Vec::new(),
+            order: Vec::new(),
+            shift: 64 - slots.trailing_zeros(),
+            zero: None,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.order.len() + usize::from(self.zero.is_some())
+    }
+
+    /// The table this thread used last, emptied, if it kept one; else a new one for `bytes`.
+    /// Emptying clears only the slots used, so a short text does not pay for zeroing a table.
+    fn take(bytes: usize) -> Self {
+        SPARE_COUNTS
+            .with(|spare| spare.take())
+            .unwrap_or_else(|| TermCounts::new(bytes))
+    }
+
+    /// Empties the table and keeps it for the next [`TermCounts::take`] of this thread, unless it
+    /// grew large (a long text's table is freed).
+    fn give_back(mut self) {
+        if self.keys.len() > 1 << 16 {
+            return;
+        }
+        for &slot in &self.order {
+            self.keys[slot as usize] = 0;
+        }
+        self.order.clear();
+        self.zero = None;
+        SPARE_COUNTS.with(|spare| spare.set(Some(self)));
+    }
+
+    #[inline]
+    fn add(&mut self, h: u64) -> Result<(), OutOfMemory> {
+        if h == 0 {
+            let before = self.order.len();
+            let (n, _) = self.zero.get_or_insert((0, before));
+            *n = n.saturating_add(1);
+            return Ok(());
+        }
+        if 2 * (self.order.len() + 1) > self.keys.len() {
+            self.grow()?;
+        }
+        let mask = self.keys.len() - 1;
+        let mut i = (h >> self.shift) as usize;
+        loop {
+            let k = self.keys[i];
+            if k == h {
+                self.counts[i] = self.counts[i].saturating_add(1);
+                return Ok(());
+            }
+            if k == 0 {
+                self.keys[i] = h;
+                self.counts[i] = 1;
+                self.order.push(i as u32);
+                return Ok(());
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The first allocation, or twice the slots, every feature moved over in order.
+    #[cold]
+    fn grow(&mut self) -> Result<(), OutOfMemory> {
+        let features = self.order.len();
+        if memory_low() {
+            return Err(OutOfMemory { features });
+        }
+        let slots = if self.keys.is_empty() {
+            1usize << (64 - self.shift)
+        } else {
+            2 * self.keys.len()
+        };
+        let oom = |_| OutOfMemory { features };
+        let mut keys = Vec::new();
+        let mut counts = Vec::new();
+        keys.try_reserve_exact(slots).map_err(oom)?;
+        counts.try_reserve_exact(slots).map_err(oom)?;
+        // Room for the features a table of this size holds before it grows again.
+        self.order
+            .try_reserve_exact((slots / 2).saturating_sub(features))
+            .map_err(oom)?;
+        keys.resize(slots, 0);
+        counts.resize(slots, 0);
+        let shift = 64 - slots.trailing_zeros();
+        let mask = slots - 1;
+        for slot in self.order.iter_mut() {
+            let (k, n) = (self.keys[*slot as usize], self.counts[*slot as usize]);
+            let mut i = (k >> shift) as usize;
+            while keys[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            keys[i] = k;
+            counts[i] = n;
+            *slot = i as u32;
+        }
+        self.keys = keys;
+        self.counts = counts;
+        self.shift = shift;
+        Ok(())
+    }
+
+    /// Every distinct feature with its count, in order of first occurrence.
+    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let listed = self
+            .order
+            .iter()
+            .map(|&i| (self.keys[i as usize], self.counts[i as usize]));
+        let (zero, before) = match self.zero {
+            Some((n, before)) => (Some((0, n)), before),
+            None => (None, self.order.len()),
+        };
+        listed.clone().take(before).chain(zero).chain(listed.skip(before))
+    }
+}
+
+/// [`logtf_fingerprint`], or where a sum is too close to zero, the reference's order of summation.
+fn logtf_or_reference(counts: &TermCounts) -> u64 {
+    logtf_fingerprint(counts).unwrap_or_else(|| {
+        float_fingerprint(counts.iter().map(|(h, tf)| {
+            (
+                h,
+                crate::fingerprint::float_weight(Weighting::LogTf, f64::from(tf), 1.0),
+            )
+        }))
+    })
+}
+
+/// Term frequencies up to this one are counted per frequency by [`logtf_fingerprint`].
+const TF_CLASSES: usize = 8;
+
+/// The fingerprint under `'logtf'` of the distinct features counted in `counts` (at least one), or
+/// `None` when the reference's order of summation must decide.
+///
+/// The reference adds the weights `float_weight(LogTf, tf, 1.0)` = 1 + ln tf of the distinct
+/// features in order of first occurrence, rounding at every step. Here the features seen tf times
+/// all weigh the same w(tf), so for tf up to [`TF_CLASSES`] their signs are counted exactly by one
+/// [`SwarCounts`] per tf, and each bit's sum is F[i] = Σ_tf w(tf)·(2·ones_tf[i] − n_tf), plus the
+/// rarer features seen more often summed as floats. F[i] need not be the reference's bits, but
+/// both are close to the exact sum T[i] of the same weights: with n distinct features of total
+/// weight W and u = 2^-53, a sum of n terms in any order is off by at most about (n − 1)·u·W
+/// (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2), and F, a sum of at most n + 1
+/// rounded products and sums, by at most about (n + 2)·u·W. Where |F[i]| exceeds
+/// `margin` = 8·(n + 4)·u·W, more than both errors together, T[i] and the reference's sum have the
+/// sign of F[i], and the bit is the reference's. Where some |F[i]| does not (a sum that cancels or
+/// nearly), `None`. When every feature is seen once, every sum is an exact integer and needs no
+/// margin. (Test `logtf_fingerprint_equals_reference_sums`.)
+fn logtf_fingerprint(counts: &TermCounts) -> Option<u64> {
+    let mut classes: [SwarCounts; TF_CLASSES] = std::array::from_fn(|_| SwarCounts::new());
+    let mut floats = [0f64; 64];
+    let mut rare_weight = 0f64;
+    for (h, tf) in counts.iter() {
+        match classes.get_mut((tf as usize).wrapping_sub(1)) {
+            Some(class) => class.add(h),
+            None => {
+                let w = crate::fingerprint::float_weight(Weighting::LogTf, f64::from(tf), 1.0);
+                add_signed(&mut floats, h, w);
+                rare_weight += w;
+            }
+        }
+    }
+    let mut weights = [0f64; TF_CLASSES];
+    let mut weight = rare_weight;
+    let mut only_once = rare_weight == 0.0;
+    for (t, class) in classes.iter_mut().enumerate() {
+        class.flush();
+        if class.total > 0 {
+            weights[t] = crate::fingerprint::float_weight(Weighting::LogTf, (t + 1) as f64, 1.0);
+            weight += weights[t] * class.total as f64;
+            only_once &= t == 0;
+        }
+    }
+    if only_once {
+        return Some(classes[0].bits());
+    }
+    let margin = 8.0 * (counts.len() as f64 + 4.0) * weight * (f64::EPSILON / 2.0);
+    let mut fp = 0u64;
+    for (i, &rare) in floats.iter().enumerate() {
+        let mut sum = rare;
+        for (class, &w) in classes.iter().zip(&weights) {
+            if class.total > 0 {
+                // 2·ones − total: the sum of ±1 over the features of this tf, exact in an f64.
+                sum += w * (2.0 * class.ones[i] as f64 - class.total as f64);
+            }
+        }
+        if sum.abs() <= margin {
+            return None;
+        }
+        fp |= u64::from(sum > 0.0) << i;
+    }
+    Some(fp)
 }
 
 fn grow_set(s: &mut HashSet<u64, PassBuild>) -> Result<(), OutOfMemory> {
@@ -1122,12 +1440,39 @@ fn run(
             })?;
             counts.fingerprint()
         }
+        // 'logtf', the default: its weights are 1 for every feature seen once, so most of the sum
+        // is counted with integers; see `logtf_fingerprint`.
+        Weighting::LogTf => {
+            let mut counts = TermCounts::take(text.len());
+            for_each_feature_hash(text, options, chunking, interrupt, |h, _| counts.add(h))?;
+            let fp = (counts.len() > 0).then(|| logtf_or_reference(&counts));
+            counts.give_back();
+            fp
+        }
         // Float sums depend on order: the reference's exact steps (distinct features by hash, in
         // order of first occurrence, the IDF factor taken at the first occurrence, the weight by
         // the reference's own `float_weight`, summed by its `accumulate`), only with the faster
         // tokens. `token` is given for shingle 1 only, the one case with an IDF lookup ('logtf'
         // shingles take the factor 1, as in the reference).
-        weighting @ (Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge) => {
+        weighting @ (Weighting::TfIdf | Weighting::LogTfIdf | Weighting::LogTfEdge) => {
+            return run_float(text, options, chunking, interrupt, weighting);
+        }
+        // A weighting added later: fast_path_supports already said no.
+        #[allow(unreachable_patterns)]
+        _ => return Ok(None),
+    }))
+}
+
+/// The float weightings in the reference's order of summation.
+fn run_float(
+    text: &str,
+    options: &Options,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+    weighting: Weighting,
+) -> Result<Option<Option<u64>>, OutOfMemory> {
+    Ok(Some({
+        {
             let mut index: HashMap<u64, usize, PassBuild> = HashMap::default();
             let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
             let mut edges = crate::fingerprint::EdgeSums::new(weighting);
@@ -1167,15 +1512,13 @@ fn run(
                 }))
             })
         }
-        // A weighting added later: fast_path_supports already said no.
-        #[allow(unreachable_patterns)]
-        _ => return Ok(None),
     }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stopwords::is_stop_word;
     use unicode_normalization::char::{canonical_combining_class, decompose_canonical};
     use unicode_normalization::{is_nfkc_quick, IsNormalized};
 
@@ -1401,6 +1744,25 @@ mod tests {
     }
 
     #[test]
+    fn stop_hashes_equal_stop_words() {
+        let stops = StopHashes::get();
+        let all: Vec<&str> = crate::stopwords::all().collect();
+        assert_eq!(stops.words.len(), all.iter().collect::<HashSet<_>>().len());
+        for w in all {
+            assert!(stops.contains(token_hash(w), w), "{w:?}");
+        }
+        // Not a stop word, whatever its hash; a stop word's hash with another token.
+        for w in ["simhash", "新闻", "thee", "的的", "", "The"] {
+            assert!(!stops.contains(token_hash(w), w), "{w:?}");
+        }
+        assert!(!stops.contains(token_hash("the"), "thee"));
+        for c in all_chars().step_by(11) {
+            let w = c.to_string();
+            assert_eq!(stops.contains(token_hash(&w), &w), is_stop_word(&w), "{w:?}");
+        }
+    }
+
+    #[test]
     fn keep_fast_equals_keep() {
         let mut words: Vec<String> = crate::stopwords::all().map(str::to_owned).collect();
         words.extend(
@@ -1512,6 +1874,146 @@ mod tests {
                 float_fingerprint(features.iter().copied()),
                 crate::fingerprint::accumulate(features.iter().copied())
             );
+        }
+    }
+
+    /// The 'logtf' fingerprint as the reference computes it: its `accumulate` over the distinct
+    /// features in order of first occurrence, weights by its `float_weight`.
+    fn logtf_reference(stream: &[u64]) -> u64 {
+        let mut order: Vec<u64> = Vec::new();
+        let mut tf: HashMap<u64, u64> = HashMap::new();
+        for &h in stream {
+            *tf.entry(h).or_insert_with(|| {
+                order.push(h);
+                0
+            }) += 1;
+        }
+        crate::fingerprint::accumulate(order.iter().map(|h| {
+            (
+                *h,
+                crate::fingerprint::float_weight(Weighting::LogTf, tf[h] as f64, 1.0),
+            )
+        }))
+    }
+
+    /// What `run` does with a stream of feature hashes under 'logtf'; also whether the margin
+    /// sent it to the reference's order.
+    fn logtf_fast(stream: &[u64], bytes: usize) -> (u64, bool) {
+        let mut counts = TermCounts::take(bytes);
+        for &h in stream {
+            counts.add(h).unwrap();
+        }
+        let result = (logtf_or_reference(&counts), logtf_fingerprint(&counts).is_none());
+        counts.give_back();
+        result
+    }
+
+    #[test]
+    fn term_counts_count_in_order_of_first_occurrence() {
+        let mut x = 7u64;
+        let mut next = || {
+            x = fmix64(x.wrapping_add(0x9E37_79B9_7F4A_7C15));
+            x
+        };
+        for round in 0..200 {
+            // Few distinct values (many repeats), the hash 0 among them, tables that must grow;
+            // every other round reuses the thread's table.
+            let distinct: Vec<u64> = (0..1 + round * 7)
+                .map(|k| if k == 3 { 0 } else { next() })
+                .collect();
+            let stream: Vec<u64> = (0..(round * 13) % 3000 + 1)
+                .map(|_| distinct[(next() % distinct.len() as u64) as usize])
+                .collect();
+            let mut counts = if round % 2 == 0 {
+                TermCounts::take(round)
+            } else {
+                TermCounts::new(round)
+            };
+            for &h in &stream {
+                counts.add(h).unwrap();
+            }
+            let mut want: Vec<(u64, u32)> = Vec::new();
+            for &h in &stream {
+                match want.iter_mut().find(|(k, _)| *k == h) {
+                    Some((_, n)) => *n += 1,
+                    None => want.push((h, 1)),
+                }
+            }
+            assert_eq!(counts.iter().collect::<Vec<_>>(), want, "round {round}");
+            assert_eq!(counts.len(), want.len());
+            counts.give_back();
+        }
+        // A table given back comes back empty.
+        let counts = TermCounts::take(10);
+        assert_eq!(counts.len(), 0);
+        assert!(counts.keys.iter().all(|&k| k == 0));
+    }
+
+    #[test]
+    fn logtf_fingerprint_equals_reference_sums() {
+        let mut x = 0x1234_5678u64;
+        let mut next = || {
+            x = fmix64(x.wrapping_add(0x9E37_79B9_7F4A_7C15));
+            x
+        };
+        let mut decided_by_reference = 0;
+        for round in 0..3000 {
+            let n = 1 + (next() % 300) as usize;
+            let distinct: Vec<u64> = (0..n).map(|_| next()).collect();
+            let mut stream: Vec<u64> = Vec::new();
+            for (k, &h) in distinct.iter().enumerate() {
+                // tf 1 mostly, 2..=8 often, some beyond the classes.
+                let tf = match next() % 10 {
+                    0..=5 => 1,
+                    6..=8 => 2 + next() % 7,
+                    _ => 9 + next() % 40,
+                };
+                for _ in 0..tf {
+                    stream.push(h);
+                }
+                if round % 3 == 0 || (round % 3 == 1 && k % 2 == 0) {
+                    // Its complement with the same tf: sums that cancel exactly in every bit (every
+                    // third round: all features), where the reference's rounding decides (the
+                    // margin must send these to it), or in part.
+                    for _ in 0..tf {
+                        stream.push(!h);
+                    }
+                }
+            }
+            // The order of first occurrence matters to the reference: shuffle the occurrences.
+            for i in (1..stream.len()).rev() {
+                stream.swap(i, (next() % (i as u64 + 1)) as usize);
+            }
+            let (fast, by_reference) = logtf_fast(&stream, stream.len());
+            assert_eq!(fast, logtf_reference(&stream), "round {round}");
+            decided_by_reference += usize::from(by_reference);
+        }
+        // Both branches ran.
+        assert!(decided_by_reference >= 900, "{decided_by_reference}");
+        assert!(decided_by_reference < 2000, "{decided_by_reference}");
+        // All features seen once: integer sums, decided without the reference's order, even at 0.
+        assert_eq!(logtf_fast(&[5, !5], 2), (logtf_reference(&[5, !5]), false));
+    }
+
+    #[test]
+    fn fold_changes_marks_the_characters_the_table_changes() {
+        let (table, changes) = (fold_table(), fold_changes());
+        let mut changed = 0;
+        for (k, &to) in table.iter().enumerate() {
+            let c = char::from_u32(0x3400 + k as u32);
+            let marked = (changes[k / 64] >> (k % 64)) & 1 != 0;
+            assert_eq!(marked, c.is_some_and(|c| c != to), "U+{:04X}", 0x3400 + k);
+            changed += usize::from(marked);
+        }
+        assert!(changed > 2000, "{changed}");
+        let mut out = String::new();
+        for t in ["", "abc", "漢字與简体", "中文 ok", "說", "x說", "𠀀國"] {
+            let folded = fold_into(t, &mut out);
+            let want = crate::fold::to_simplified(t);
+            assert_eq!(folded, want != t, "{t:?}");
+            if folded {
+                assert_eq!(out, want, "{t:?}");
+            }
         }
     }
 
