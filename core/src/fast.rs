@@ -129,6 +129,36 @@ pub fn is_cjk_punctuation(c: char) -> bool {
 /// depends on its neighbours: if any NFKC output contains `Σ`, the chunk is normalized whole by the
 /// reference instead.
 pub fn normalize_into(chunk: &str, out: &mut String) {
+    normalize_checking::<false>(chunk, out);
+}
+
+/// [`normalize_into`] that also tells whether folding (`fold => 'simplified'`) could change the
+/// result: `false` only when no character of it has a simplified form other than itself. It saves
+/// folding its own pass over the text when there is nothing to fold, as in most text.
+pub fn normalize_into_checking_fold(chunk: &str, out: &mut String) -> bool {
+    normalize_checking::<true>(chunk, out)
+}
+
+/// Whether the characters appended to `out` from byte `from` on include one that folds.
+fn folds_from(out: &str, from: usize) -> bool {
+    let table = fold_table();
+    out.get(from..)
+        .is_none_or(|s| s.chars().any(|c| fold_char(c, table) != c))
+}
+
+fn normalize_checking<const FOLD: bool>(chunk: &str, out: &mut String) -> bool {
+    let changes = if FOLD { fold_changes() } else { &[] };
+    let table = if FOLD { fold_table() } else { &[] };
+    let mut folds = false;
+    // Appends the NFKC of a piece, noting whether what it appended folds.
+    let general = |piece: &str, out: &mut String, folds: &mut bool| {
+        let from = out.len();
+        let sigma = push_general(piece, out);
+        if FOLD && !*folds {
+            *folds = folds_from(out, from);
+        }
+        sigma
+    };
     out.clear();
     let bytes = chunk.as_bytes();
     let mut copied = 0; // chunk[..copied] is in `out`
@@ -139,11 +169,19 @@ pub fn normalize_into(chunk: &str, out: &mut String) {
     while i < bytes.len() {
         let b = bytes[i];
         if (0xE5..=0xE9).contains(&b) {
-            // U+5000–U+9FFF, all CJK Unified Ideographs (stable): a cut before each, no decoding.
+            // U+5000–U+9FFF, all CJK Unified Ideographs (stable): a cut before each, decoded only
+            // to look it up in `fold_changes`.
             if dirty {
-                sigma |= push_general(&chunk[piece..i], out);
+                sigma |= general(&chunk[piece..i], out, &mut folds);
                 copied = i;
                 dirty = false;
+            }
+            if FOLD {
+                let u = (u32::from(b & 0x0F) << 12)
+                    | (u32::from(bytes[i + 1] & 0x3F) << 6)
+                    | u32::from(bytes[i + 2] & 0x3F);
+                let k = (u - 0x3400) as usize;
+                folds |= (changes[k / 64] >> (k % 64)) & 1 != 0;
             }
             piece = i;
             i += 3;
@@ -172,8 +210,11 @@ pub fn normalize_into(chunk: &str, out: &mut String) {
             }
         };
         if is_stable(c) {
+            if FOLD {
+                folds |= fold_char(c, table) != c;
+            }
             if dirty {
-                sigma |= push_general(&chunk[piece..i], out);
+                sigma |= general(&chunk[piece..i], out, &mut folds);
                 copied = i;
                 dirty = false;
             }
@@ -181,7 +222,7 @@ pub fn normalize_into(chunk: &str, out: &mut String) {
         } else if fullwidth_ascii(c).is_some() {
             // Also a normalization boundary, but not its own normal form: a piece of its own.
             if dirty {
-                sigma |= push_general(&chunk[piece..i], out);
+                sigma |= general(&chunk[piece..i], out, &mut folds);
             } else {
                 push_ascii_lowercased(&chunk[copied..i], out);
             }
@@ -196,14 +237,16 @@ pub fn normalize_into(chunk: &str, out: &mut String) {
         i += c.len_utf8();
     }
     if dirty {
-        sigma |= push_general(&chunk[piece..], out);
+        sigma |= general(&chunk[piece..], out, &mut folds);
     } else {
         push_ascii_lowercased(&chunk[copied..], out);
     }
     if sigma {
         out.clear();
         out.push_str(&normalize(chunk));
+        folds = FOLD;
     }
+    folds
 }
 
 /// Whether `normalize(chunk) == chunk`: every character stable and no ASCII capital.
@@ -655,11 +698,11 @@ impl Ring {
 /// `keep(token, stopwords)` (step 3) with cheaper checks: `alnum` says the caller already knows that
 /// the token has an alphanumeric character; ASCII and CJK ideographs are tested without the Unicode
 /// tables (every character of the two ideograph blocks is alphabetic: test
-/// `ideographs_are_alphanumeric`); stop words are looked up in a set hashed with FNV instead of
-/// SipHash, holding the same words.
+/// `ideographs_are_alphanumeric`); stop words are looked up by the token's feature hash
+/// ([`StopHashes`]). The pipeline does the same steps inline, reusing the hash of a single token.
 #[cfg(test)]
 fn keep_fast(token: &str, stopwords: bool, alnum: bool) -> bool {
-    (alnum || has_alnum(token)) && !(stopwords && is_stop_word_fast(token))
+    (alnum || has_alnum(token)) && !(stopwords && StopHashes::get().contains(token_hash(token), token))
 }
 
 #[inline]
@@ -667,6 +710,8 @@ fn has_alnum(token: &str) -> bool {
     // Most tokens are decided by their first character: an ASCII letter or digit, an ideograph.
     match token.as_bytes().first() {
         Some(b) if b.is_ascii_alphanumeric() => return true,
+        // U+5000–U+9FFF: ideographs, without decoding.
+        Some(0xE5..=0xE9) => return true,
         Some(&b) if b >= 0x80 && char_at(token, 0).is_some_and(is_ideograph) => return true,
         _ => {}
     }
@@ -678,31 +723,6 @@ fn has_alnum(token: &str) -> bool {
             !is_cjk_punctuation(c) && (is_ideograph(c) || c.is_alphanumeric())
         }
     })
-}
-
-#[derive(Default)]
-struct FnvHasher(Fnv1a64);
-
-impl std::hash::Hasher for FnvHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.write(bytes);
-    }
-
-    fn finish(&self) -> u64 {
-        fmix64(self.0.finish())
-    }
-}
-
-type FnvSet = HashSet<&'static str, std::hash::BuildHasherDefault<FnvHasher>>;
-
-fn is_stop_word_fast(token: &str) -> bool {
-    static SET: OnceLock<(FnvSet, usize)> = OnceLock::new();
-    let (set, longest) = SET.get_or_init(|| {
-        let set: FnvSet = crate::stopwords::all().collect();
-        let longest = set.iter().map(|w| w.len()).max().unwrap_or(0);
-        (set, longest)
-    });
-    token.len() <= *longest && set.contains(token)
 }
 
 /// The stop words by their feature hash ([`token_hash`]), for tokens whose hash is computed anyway
@@ -932,16 +952,19 @@ fn for_each_feature_hash(
         if memory_low() {
             return Err(OutOfMemory { features: 0 });
         }
-        let normalized: &str = if is_normalized_quick(chunk) {
-            chunk
+        let (normalized, may_fold): (&str, bool) = if fold {
+            let may_fold = normalize_into_checking_fold(chunk, &mut buf);
+            (&buf, may_fold)
+        } else if is_normalized_quick(chunk) {
+            (chunk, false)
         } else {
             normalize_into(chunk, &mut buf);
-            &buf
+            (&buf, false)
         };
         // Folding, where the reference does it: on the whole normalized chunk, before tokenizing.
         // The chunk was cut in the raw text by the same `chunks` as the reference's, and the
         // tokenizers below take any text, so nothing here depends on what a folded character is.
-        let normalized: &str = if fold && fold_into(normalized, &mut folded) {
+        let normalized: &str = if may_fold && fold_into(normalized, &mut folded) {
             &folded
         } else {
             normalized
@@ -957,7 +980,7 @@ fn for_each_feature_hash(
                     return;
                 }
                 Some(h)
-            } else if stopwords && is_stop_word_fast(token) {
+            } else if stopwords && stops.contains(token_hash(token), token) {
                 return;
             } else if char_shingles {
                 token.chars().next().and_then(|c| char_ring.push(c))
@@ -1193,9 +1216,13 @@ impl TermCounts {
     /// The table this thread used last, emptied, if it kept one; else a new one for `bytes`.
     /// Emptying clears only the slots used, so a short text does not pay for zeroing a table.
     fn take(bytes: usize) -> Self {
-        SPARE_COUNTS
-            .with(|spare| spare.take())
-            .unwrap_or_else(|| TermCounts::new(bytes))
+        let fresh = TermCounts::new(bytes);
+        match SPARE_COUNTS.with(|spare| spare.take()) {
+            // A table far larger than this text needs spreads its few features over more cache
+            // lines than a new one would.
+            Some(spare) if spare.shift + 2 >= fresh.shift => spare,
+            _ => fresh,
+        }
     }
 
     /// Empties the table and keeps it for the next [`TermCounts::take`] of this thread, unless it
@@ -1627,12 +1654,21 @@ mod tests {
             "İstanbul straße ẞ ﬁ",
             "ｶﾞ ① ½ ㊀",
             "“引号”《书名》—",
+            "漢字與簡體",
+            "说話",
+            "\u{F900}豈",
+            "ＡＢ國",
+            "é國",
             "\u{301}leading mark",
         ];
         let mut buf = String::new();
         for case in cases {
             normalize_into(case, &mut buf);
             assert_eq!(buf, normalize(case), "{case:?}");
+            let may_fold = normalize_into_checking_fold(case, &mut buf);
+            assert_eq!(buf, normalize(case), "{case:?}");
+            let folded = crate::fold::to_simplified(&buf);
+            assert!(may_fold || folded == buf, "{case:?}");
             // Conservative: it may say no to a normalized text ("\u{301}…"), never yes to another.
             assert!(!is_normalized_quick(case) || normalize(case) == case, "{case:?}");
         }

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use simhash_core::fast::{
-    fast_path_supports, feature_hashes, for_each_word, normalize_into, try_fingerprint_fast,
+    fast_path_supports, feature_hashes, for_each_word, normalize_into, normalize_into_checking_fold,
+    try_fingerprint_fast,
 };
 use simhash_core::fingerprint::{reference_feature_hashes, reference_try_fingerprint_with};
 use simhash_core::normalize::normalize;
@@ -353,6 +354,14 @@ fn check(text: &str, target: usize, all: &[Options]) -> Result<(), TestCaseError
     normalize_into(text, &mut buf);
     let want = normalize(text);
     prop_assert_eq!(&buf, &want, "normalize_into");
+    // With the check for folding: the same text, and "nothing to fold" only when nothing folds.
+    let may_fold = normalize_into_checking_fold(text, &mut buf);
+    prop_assert_eq!(&buf, &want, "normalize_into_checking_fold");
+    prop_assert!(
+        may_fold || simhash_core::fold::to_simplified(&want) == want,
+        "{:?}: folds, but the check said no",
+        want
+    );
     // Step 2 ('word') alone, on the normalized text: the kept tokens in order.
     let mut fast_words = Vec::new();
     for_each_word(&want, |t| {
