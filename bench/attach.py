@@ -19,7 +19,7 @@ from common import RESULTS, connect, progress
 from tables import Timed, describe_rows, generate, load_avg, rows_note
 
 ROWS = int(os.environ.get("BENCH_ATTACH_ROWS", "1000000"))
-ROUNDS = int(os.environ.get("BENCH_ATTACH_ROUNDS", "2"))
+ROUNDS = int(os.environ.get("BENCH_ATTACH_ROUNDS", "3"))
 RESULT = os.environ.get("BENCH_ATTACH_RESULT", "attach.md")
 MACHINE = os.environ.get("BENCH_ATTACH_MACHINE", "")
 BAND_COLUMNS = ", ".join(f"body_band{i}" for i in range(4))

@@ -15,7 +15,7 @@
 # work_mem = 256MB, maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2,
 # max_wal_size = 8GB, checkpoint_timeout = 30min.
 #
-# Knobs (environment, defaults in brackets): BENCH_ATTACH_ROWS [1000000], BENCH_ATTACH_ROUNDS [2]
+# Knobs (environment, defaults in brackets): BENCH_ATTACH_ROWS [1000000], BENCH_ATTACH_ROUNDS [3]
 # (each round attaches with (a) and (b), the order alternating), BENCH_ATTACH_SKIP_BUILD [0]: 1 reuses
 # the package in /tmp/simhash-attach-pkg, BENCH_ATTACH_RESULT [attach.md]: the file under bench/results/.
 
