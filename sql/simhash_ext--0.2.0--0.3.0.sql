@@ -29,7 +29,11 @@
 --     registry says which;
 --   * on_duplicate => 'error' checks the rows of an INSERT together at the end of the statement: a second
 --     trigger "simhash_<column>$chk" AFTER INSERT calls the new simhash_check_trigger() (tables attached
---     before keep checking row by row).
+--     before keep checking row by row);
+--   * simhash_attach() writes each row once (issue 10): one ALTER TABLE rewrite fills the fingerprint
+--     column (ALTER COLUMN ... TYPE ... USING) and the generated band columns together, with the
+--     fingerprints computed beforehand by a parallel scan (new internal simhash_fill_collect(),
+--     simhash_fill_reset(), simhash_fill_stash(), simhash_fill_value()); Citus tables keep simhash_fill().
 -- Stored fingerprints, band columns, indexes and triggers are unchanged.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.3.0'" to load this file. \quit
 
@@ -221,6 +225,81 @@ $$;
 COMMENT ON FUNCTION simhash_fill(regclass, name, name, text, int, text, boolean, text) IS
   'Internal: sets the fingerprint column of every row of a table (or of its partitions) that lacks the right one';
 
+CREATE  FUNCTION "simhash_fill_reset"() RETURNS void
+STRICT PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_fill_reset_wrapper';
+
+CREATE  FUNCTION "simhash_fill_stash"(
+	"tableoid" oid, /* pg_sys :: Oid */
+	"row" tid, /* pg_sys :: ItemPointerData */
+	"fingerprint" bigint /* Option < i64 > */
+) RETURNS bool /* bool */
+PARALLEL RESTRICTED
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_fill_stash_wrapper';
+
+CREATE  FUNCTION "simhash_fill_value"(
+	"tableoid" oid, /* pg_sys :: Oid */
+	"row" tid, /* pg_sys :: ItemPointerData */
+	"doc" text, /* Option < Text > */
+	"tokenizer" text, /* Text */
+	"shingle" INT, /* i32 */
+	"weighting" text, /* Text */
+	"stopwords" bool, /* bool */
+	"fold" text /* Text */
+) RETURNS bigint /* Option < i64 > */
+PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_fill_value_wrapper';
+
+CREATE FUNCTION simhash_fill_collect(table_name regclass, text_column name, tokenizer text, shingle int,
+                                     weighting text, stopwords boolean, fold text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+-- Let the fingerprinting scans below use parallel workers (max_parallel_workers_per_gather of them).
+SET parallel_setup_cost = 0
+SET parallel_tuple_cost = 0
+SET min_parallel_table_scan_size = 0
+SET jit = off
+AS $$
+DECLARE
+  leaf regclass;
+  estimate float8;
+  budget float8;
+BEGIN
+  PERFORM @extschema@.simhash_fill_reset();
+  -- Without parallel workers the rewrite is as fast: it fingerprints every row itself.
+  IF current_setting('max_parallel_workers_per_gather')::int = 0 THEN
+    RETURN;
+  END IF;
+  -- Up to 32 bytes of the backend's memory per row (16, and room to grow), within maintenance_work_mem:
+  -- the rows of the tables beyond it are fingerprinted by the rewrite.
+  budget := pg_size_bytes(current_setting('maintenance_work_mem')) / 32;
+  FOR leaf, estimate IN
+      SELECT c.oid, CASE WHEN c.reltuples >= 0 THEN c.reltuples ELSE pg_relation_size(c.oid) / 32 END
+      FROM pg_class c
+      WHERE c.relkind = 'r' AND (c.oid = table_name OR c.oid IN (SELECT p.relid FROM pg_partition_tree(table_name) p
+                                                                 WHERE p.isleaf))
+      ORDER BY 2 DESC LOOP
+    CONTINUE WHEN estimate > budget;
+    budget := budget - estimate;
+    -- simhash() in the workers, simhash_fill_stash() (parallel restricted) in the leader above them.
+    EXECUTE format('SELECT count(@extschema@.simhash_fill_stash(s.tableoid, s.ctid, s.fp)) '
+                   'FROM (SELECT tableoid, ctid, @extschema@.simhash(%I, %L, %s, %L, %L, %L) AS fp FROM ONLY %s OFFSET 0) s',
+                   text_column, tokenizer, shingle, weighting, stopwords, fold, leaf);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_fill_collect(regclass, name, text, int, text, boolean, text) IS
+  'Internal: fingerprints the rows of a table (or of its partitions) with a parallel scan, for simhash_fill_value()';
+COMMENT ON FUNCTION simhash_fill_reset() IS 'Internal: forgets the fingerprints collected by simhash_fill_stash()';
+COMMENT ON FUNCTION simhash_fill_stash(oid, tid, bigint) IS
+  'Internal: collects the fingerprint of a row for simhash_fill_value() (until the end of the transaction)';
+COMMENT ON FUNCTION simhash_fill_value(oid, tid, text, text, int, text, boolean, text) IS
+  'Internal: the fingerprint of a row, as collected by simhash_fill_stash() or else computed like simhash()';
+
 CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 7,
                                on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'bigram',
                                shingle int DEFAULT 1, weighting text DEFAULT 'logtf',
@@ -408,7 +487,10 @@ BEGIN
   -- the band columns are generated from it. On a partitioned table each statement below reaches
   -- every partition: the columns are inherited, the indexes partitioned, the trigger cloned.
   EXECUTE format('ALTER TABLE %s ADD COLUMN %I bigint', table_name, fp);
-  PERFORM @extschema@.simhash_fill(table_name, text_column, fp, tokenizer, shingle, weighting, stopwords, fold);
+  IF dist_method IS NOT NULL THEN
+    -- A Citus table: an UPDATE on every shard, then the band columns.
+    PERFORM @extschema@.simhash_fill(table_name, text_column, fp, tokenizer, shingle, weighting, stopwords, fold);
+  END IF;
   SELECT string_agg(format('ADD COLUMN %I int GENERATED ALWAYS AS (@extschema@.simhash_band(%I, %s, %s)) STORED',
                            text_column || '_band' || i, fp, i, nbands), ', ' ORDER BY i)
   INTO bands FROM generate_series(0, nbands - 1) i;
@@ -418,7 +500,22 @@ BEGIN
   IF registry THEN
     bands := bands || format(', ADD COLUMN %I bigint', text_column || '_registered');
   END IF;
+  IF dist_method IS NULL THEN
+    -- One rewrite of the table (of each partition) writes every row once with its fingerprint and
+    -- bands: ALTER COLUMN ... TYPE ... USING, run before the ADD COLUMNs of the same statement,
+    -- fills the new column, and the generated band columns are computed from the new row. (Filling
+    -- the column with an UPDATE first would write a second version of every row, then rewrite both.)
+    -- The rewrite runs in this process alone: the fingerprints are computed before it by a parallel
+    -- scan, and the rewrite takes each row's (simhash_fill_value, src/fill.rs).
+    RAISE DEBUG 'simhash_attach: fingerprinting';
+    PERFORM @extschema@.simhash_fill_collect(table_name, text_column, tokenizer, shingle, weighting, stopwords, fold);
+    bands := format('ALTER COLUMN %I TYPE bigint USING @extschema@.simhash_fill_value(tableoid, ctid, %I, %L, %s, %L, %L, %L), ',
+                    fp, text_column, tokenizer, shingle, weighting, stopwords, fold) || bands;
+  END IF;
+  RAISE DEBUG 'simhash_attach: writing fingerprints and bands';
   EXECUTE format('ALTER TABLE %s %s', table_name, bands);
+  PERFORM @extschema@.simhash_fill_reset();
+  RAISE DEBUG 'simhash_attach: building band indexes';
   FOR i IN 0 .. nbands - 1 LOOP
     -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
     EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, text_column || '_band' || i, fp);

@@ -7,7 +7,13 @@ use crate::errors::OrRaise;
 use crate::text::{ServerText, Text};
 
 /// Parses the options; first puts the allocator's emergency reserve in place (see `errors`).
-fn options(tokenizer: &Text, shingle: i32, weighting: &Text, stopwords: bool, fold: &str) -> Options {
+pub(crate) fn options(
+    tokenizer: &Text,
+    shingle: i32,
+    weighting: &Text,
+    stopwords: bool,
+    fold: &str,
+) -> Options {
     crate::errors::arm_allocator();
     Options::parse_with_fold(
         &tokenizer.to_utf8(),
@@ -19,7 +25,7 @@ fn options(tokenizer: &Text, shingle: i32, weighting: &Text, stopwords: bool, fo
     .or_raise()
 }
 
-fn fingerprint(doc: &Text, options: &Options) -> Option<i64> {
+pub(crate) fn fingerprint(doc: &Text, options: &Options) -> Option<i64> {
     simhash_core::try_fingerprint_with(
         &doc.to_utf8(),
         options,

@@ -8,6 +8,7 @@ mod citus;
 mod dedup;
 mod deferred;
 mod errors;
+mod fill;
 mod fingerprint;
 mod leafmap;
 mod partitions;

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Issue 10, item 4, in one command, as root on Debian 12:   bash bench/attach.sh
+#
+# simhash_attach() of 1,000,000 rows before (the UPDATE + rewrite of commit 11d0355, loaded from
+# bench/attach_before.sql) and after (one rewrite, parallel fingerprinting), alternating on fresh
+# copies of the same table, with the steps and the fingerprinting alone, in one run. Writes
+# bench/results/attach.md (see bench/attach.py).
+#
+# Like bench/search.sh it never uses the extension installed in the system directories: it builds the
+# release package from this working tree and runs a relocated copy of PostgreSQL 15 with it:
+#   /tmp/simhash-attach-pkg    `cargo pgrx package` output
+#   /tmp/simhash-attach-pg     the relocated PostgreSQL 15 with our simhash_ext.so
+#   /tmp/simhash-attach-bench  the throwaway server (port 54391), stopped at the end
+# Server settings as bench/dedup.sh's (which measured 0.2.0's 26.7 s): shared_buffers = 2GB,
+# work_mem = 256MB, maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2,
+# max_wal_size = 8GB, checkpoint_timeout = 30min.
+#
+# Knobs (environment, defaults in brackets): BENCH_ATTACH_ROWS [1000000], BENCH_ATTACH_ROUNDS [3]
+# (each round attaches with (a) and (b), the order alternating), BENCH_ATTACH_SKIP_BUILD [0]: 1 reuses
+# the package in /tmp/simhash-attach-pkg, BENCH_ATTACH_RESULT [attach.md]: the file under bench/results/.
+
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../scripts/common.sh
+source "$BENCH/../scripts/common.sh" # set -euo pipefail, ROOT, PG_CONFIG, start_server, stop_server
+
+SERVER_DIR=/tmp/simhash-attach-bench
+export BENCH_PORT=54391
+PRIVATE_PG=/tmp/simhash-attach-pg
+PACKAGE=/tmp/simhash-attach-pkg
+PY=$BENCH/.venv/bin/python
+START=$SECONDS
+step() { printf '\n[%4ds] == %s\n' $((SECONDS - START)) "$*" >&2; }
+
+step "tools: apt packages, cargo-pgrx, Python venv with psycopg"
+ensure_tools
+missing=()
+for pkg in gettext manpages-zh; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+if ((${#missing[@]})); then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+[ -x "$PY" ] || python3 -m venv "$BENCH/.venv"
+"$PY" -c 'import psycopg' 2>/dev/null || "$PY" -m pip install -q "$(grep '^psycopg' "$BENCH/requirements.txt")"
+
+cd "$ROOT"
+if [ "${BENCH_ATTACH_SKIP_BUILD:-0}" = 1 ] && [ -f "$PACKAGE/usr/lib/postgresql/15/lib/simhash_ext.so" ]; then
+    step "build: skipped (BENCH_ATTACH_SKIP_BUILD=1), using $PACKAGE"
+else
+    step "build: cargo pgrx package (release) into $PACKAGE"
+    if ! cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$PACKAGE" >"$BENCH/.attach-package.log" 2>&1; then
+        cat "$BENCH/.attach-package.log" >&2
+        exit 1
+    fi
+fi
+
+step "private PostgreSQL 15 in $PRIVATE_PG (system binaries, our release build of simhash_ext)"
+private_postgres "$PACKAGE" "$PRIVATE_PG" # sets PG_BIN for start_server / stop_server
+
+if [ ! -s "$BENCH/data/paragraphs_en.txt" ]; then
+    step "corpus: reading the real text shipped on this machine into bench/data/"
+    "$PY" "$BENCH/prepare.py"
+fi
+
+step "server: $SERVER_DIR on port $BENCH_PORT"
+start_server "$SERVER_DIR" "$BENCH_PORT" shared_buffers=2GB work_mem=256MB maintenance_work_mem=1GB \
+    max_parallel_workers_per_gather=2 max_wal_size=8GB checkpoint_timeout=30min
+trap 'stop_server "$SERVER_DIR"' EXIT
+psql -h /tmp -p "$BENCH_PORT" -U postgres -qX -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION simhash_ext'
+
+export BENCH_ATTACH_MACHINE="Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc), RAM $(free -g | awk '/^Mem:/ {print $2}') GiB; $("$PG_BIN/postgres" --version); simhash_ext release build (\`cargo pgrx package\`) of commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src core sql 2>/dev/null || echo ' with uncommitted changes under src/, core/ or sql/'), loaded from $PRIVATE_PG; the server settings of bench/dedup.sh (shared_buffers = 2GB, maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2, max_wal_size = 8GB)."
+step "measuring (bench/attach.py)"
+"$PY" "$BENCH/attach.py"
+step "done in $((SECONDS - START)) s: bench/results/${BENCH_ATTACH_RESULT:-attach.md}"
