@@ -10,7 +10,8 @@
 # Environment knobs (defaults in brackets): BENCH_REPS [5] timed runs per throughput figure,
 # BENCH_THROUGHPUT_MB [24] MB of text per language for throughput, BENCH_PY_MB [2] MB given to the
 # (slow) Python simhash package, BENCH_BASES [150] base documents per language in the accuracy set,
-# BENCH_QUIET_WAIT [180] seconds the throughput stage may wait for CPU 0 to be quiet.
+# BENCH_QUIET_WAIT [180] seconds the throughput stage may wait for CPU 0 to be quiet,
+# BENCH_ONLY=throughput stops after the throughput stage.
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../scripts/common.sh
@@ -72,6 +73,10 @@ psql -h /tmp -p "$BENCH_PORT" -U postgres -qX -v ON_ERROR_STOP=1 \
 
 step "1. throughput (one core: taskset -c 0)"
 taskset -c 0 "$PY" "$BENCH/throughput.py"
+if [ "${BENCH_ONLY:-}" = throughput ]; then
+    step "done (BENCH_ONLY=throughput) in $((SECONDS - START)) s; bench/results/throughput.md"
+    exit 0
+fi
 
 step "2-3. accuracy and spread of the candidate fingerprints (core crate, no server)"
 (cd "$BENCH/.." && cargo build --release -p simhash_core --example spread)

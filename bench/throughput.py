@@ -42,19 +42,30 @@ WAIT_BUDGET = [QUIET_WAIT]
 FLAG = 0.10  # a best run with more foreign load than this on CPU 0 is measured again, then flagged
 
 SQL_CASES = [
-    ("sql-jieba", "PostgreSQL `simhash(body)` (jieba, the defaults)", "sum(simhash(body))"),
+    ("sql-default", "PostgreSQL `simhash(body)` (the 0.3.0 defaults: bigram, logtf, stop words dropped, folded)",
+     "sum(simhash(body))"),
     ("sql-word", "PostgreSQL `simhash(body, tokenizer=>'word')`", "sum(simhash(body, tokenizer=>'word'))"),
     ("sql-char3", "PostgreSQL `simhash(body, tokenizer=>'char', shingle=>3)`",
      "sum(simhash(body, tokenizer=>'char', shingle=>3))"),
+    ("sql-jieba", "PostgreSQL `simhash(body, tokenizer=>'jieba')`", "sum(simhash(body, tokenizer=>'jieba'))"),
+    ("sql-word-v1", "PostgreSQL `simhash(body, tokenizer=>'word', weighting=>'tf', stopwords=>false)` (0.2.0's defaults)",
+     "sum(simhash(body, tokenizer=>'word', weighting=>'tf', stopwords=>false))"),
     ("sql-scan", "PostgreSQL `sum(length(body))` (scan + detoast only, for reference)", "sum(length(body))"),
 ]
-CORE_CASES = [  # (name printed by the example, key, label, SQL case with the same fingerprints)
-    ("fingerprint jieba:1:tf:true", "core-jieba", "simhash_core `fingerprint()` jieba", "sql-jieba"),
-    ("fingerprint word:1:tf:true", "core-word", "simhash_core `fingerprint()` word", "sql-word"),
-    ("fingerprint char:3:tf:true", "core-char3", "simhash_core `fingerprint()` char, shingle 3", "sql-char3"),
-    ("jieba-rs-cut", "jieba-rs", "jieba-rs `cut(text, true)` alone (the floor of this design)", None),
-    ("normalize", "core-normalize", "simhash_core `normalize()` alone (NFKC + lowercase, step 1)", None),
+# (name printed by the example, key, label, SQL case with the same fingerprints); the example's
+# configurations are `tokenizer:shingle:weighting:stopwords` with fold 'auto', as SQL resolves it.
+CORE_CASES = [
+    ("fingerprint bigram:1:logtf:true", "core-default", "simhash_core `fingerprint()`, the defaults", "sql-default"),
+    ("fingerprint word:1:logtf:true", "core-word", "simhash_core `fingerprint()` word", "sql-word"),
+    ("fingerprint char:3:logtf:true", "core-char3", "simhash_core `fingerprint()` char, shingle 3", "sql-char3"),
+    ("fingerprint jieba:1:logtf:true", "core-jieba", "simhash_core `fingerprint()` jieba", "sql-jieba"),
+    ("fingerprint word:1:tf:false", "core-word-v1", "simhash_core `fingerprint()` word, 0.2.0's defaults",
+     "sql-word-v1"),
+    ("jieba-rs-cut", "jieba-rs", "jieba-rs `cut(text, true)` alone (the floor of a jieba-based design)", None),
+    ("normalize", "core-normalize", "simhash_core `normalize()` alone (NFKC + lowercase, the reference's step 1)",
+     None),
 ]
+CORE_CONFIGS = [name.split(" ", 1)[1] for name, _, _, _ in CORE_CASES if name.startswith("fingerprint ")]
 CH_CASES = [
     ("ch-ngram", "ClickHouse `ngramSimHashUTF8` (chdb)", "ngramSimHashUTF8(body)"),
     ("ch-ngram-ci", "ClickHouse `ngramSimHashCaseInsensitiveUTF8` (chdb)", "ngramSimHashCaseInsensitiveUTF8(body)"),
@@ -193,7 +204,7 @@ def sql_throughput(results, sizes):
     conn.execute("SET max_parallel_workers_per_gather = 0")
     pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
     subprocess.run(["taskset", "-cp", "0", str(pid)], check=True, capture_output=True)
-    conn.execute("SELECT simhash('预热 warm-up')")  # loads the library and the jieba dictionary
+    conn.execute("SELECT simhash('预热 warm-up', tokenizer=>'jieba')")  # the library, the jieba dictionary
     lib, current = backend_library(pid)
     release = current and so_is_release(os.path.join(PKGLIB, "simhash_ext.so"))
     progress(f"  backend {pid} pinned to CPU 0, library {lib} "
@@ -223,6 +234,8 @@ def core_throughput(results):
     def measure(lang):
         cmd = ["cargo", "run", "--release", "-q", "-p", "simhash_core", "--example", "throughput", "--",
                os.path.join(DATA, f"t_{lang}.txt"), "--reps", str(REPS)]
+        for config in CORE_CONFIGS:
+            cmd += ["--config", config]
         wait_quiet()
         with Run(children=True) as run:
             out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
@@ -385,6 +398,25 @@ def main():
         f"waited {waited:.0f} s for quiet moments"
         + (" and used up its waiting budget." if WAIT_BUDGET[0] <= 0 else "."),
     ]
+    def cpu_rate(key, lang):
+        return results[(key, lang)]["mb"] / results[(key, lang)]["cpu"]
+
+    lines += ["", "Targets of issue 10, per CPU-second, same run:", ""]
+    for key, name in [("default", "the defaults"), ("word", "`'word'`"), ("char3", "`'char'`, shingle 3"),
+                      ("word-v1", "`'word'` with 0.2.0's defaults")]:
+        cells = []
+        for lang in LANGS:
+            sql, core = cpu_rate(f"sql-{key}", lang), cpu_rate(f"core-{key}", lang)
+            ch = cpu_rate("ch-ngram", lang)
+            cells.append(f"{LANG_NAME[lang]} SQL {ratio(sql / ch)}× (core {ratio(core / ch)}×)")
+        lines.append(f"- {name} against ClickHouse `ngramSimHashUTF8` (target ≥ 1.0×): " + ", ".join(cells))
+    cells = []
+    for lang in LANGS:
+        raw = cpu_rate("jieba-rs", lang)
+        cells.append(f"{LANG_NAME[lang]} SQL {ratio(cpu_rate('sql-jieba', lang) / raw)}× "
+                     f"(core {ratio(cpu_rate('core-jieba', lang) / raw)}×)")
+    lines.append("- `'jieba'` against raw jieba-rs `cut(text, true)` of the same text (target ≥ 0.8×): "
+                 + ", ".join(cells))
     text = "\n".join(lines)
     write_result("throughput.md", text)
     print(text)
