@@ -1026,8 +1026,14 @@ fn for_each_feature_hash(
                 scan_words(normalized, |t, alnum| {
                     let start = t.as_ptr() as usize - base;
                     let end = start + t.len();
-                    let mut chars = t.chars();
-                    let single_han = matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c));
+                    // A non-ASCII token the scanner vouches for as alphanumeric with 3 bytes is one
+                    // ideograph (`scan_words`), so Han; anything else is decoded.
+                    let single_han = if alnum && t.len() == 3 && t.as_bytes()[0] >= 0x80 {
+                        true
+                    } else {
+                        let mut chars = t.chars();
+                        matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c))
+                    };
                     if single_han {
                         match run.last {
                             Some((last_start, last_end, last_alnum)) if last_end == start => {

@@ -18,9 +18,16 @@ impl Fnv1a64 {
     #[inline]
     pub fn write(&mut self, bytes: &[u8]) {
         let mut h = self.0;
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(FNV_PRIME);
+        // Byte by byte, as FNV-1a is defined; four bytes per turn of the loop to save its overhead
+        // on the short tokens this hashes (a CJK pair is 6 bytes).
+        let mut quads = bytes.chunks_exact(4);
+        for q in &mut quads {
+            for &b in q {
+                h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+            }
+        }
+        for &b in quads.remainder() {
+            h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
         }
         self.0 = h;
     }
