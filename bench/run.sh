@@ -11,7 +11,8 @@
 # BENCH_THROUGHPUT_MB [24] MB of text per language for throughput, BENCH_PY_MB [2] MB given to the
 # (slow) Python simhash package, BENCH_BASES [150] base documents per language in the accuracy set,
 # BENCH_QUIET_WAIT [180] seconds the throughput stage may wait for CPU 0 to be quiet,
-# BENCH_ONLY=throughput stops after the throughput stage.
+# BENCH_ONLY [all] the stages to run, of: throughput spread accuracy write lookup (e.g.
+# BENCH_ONLY="throughput write" for issue 10's throughput and bulk-write figures in one run).
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../scripts/common.sh
@@ -71,26 +72,40 @@ trap 'stop_server "$SERVER_DIR"' EXIT
 psql -h /tmp -p "$BENCH_PORT" -U postgres -qX -v ON_ERROR_STOP=1 \
     -c 'CREATE EXTENSION simhash_ext' -c 'CREATE EXTENSION pg_trgm'
 
-step "1. throughput (one core: taskset -c 0)"
-taskset -c 0 "$PY" "$BENCH/throughput.py"
-if [ "${BENCH_ONLY:-}" = throughput ]; then
-    step "done (BENCH_ONLY=throughput) in $((SECONDS - START)) s; bench/results/throughput.md"
-    exit 0
+# wants STAGE: whether BENCH_ONLY (a list of stages) is unset or names it.
+wants() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
+
+if wants throughput; then
+    step "1. throughput (one core: taskset -c 0)"
+    taskset -c 0 "$PY" "$BENCH/throughput.py"
 fi
 
-step "2-3. accuracy and spread of the candidate fingerprints (core crate, no server)"
-(cd "$BENCH/.." && cargo build --release -p simhash_core --example spread)
-"$PY" "$BENCH/spread.py"
+if wants spread; then
+    step "2-3. accuracy and spread of the candidate fingerprints (core crate, no server)"
+    (cd "$BENCH/.." && cargo build --release -p simhash_core --example spread)
+    "$PY" "$BENCH/spread.py"
+fi
 
-step "2b. balanced precision/recall and band skew through SQL (results/accuracy_balanced.md, bands_sql.md)"
-"$PY" "$BENCH/accuracy.py"
-"$PY" "$BENCH/bands.py"
+if wants accuracy; then
+    step "2b. balanced precision/recall and band skew through SQL (results/accuracy_balanced.md, bands_sql.md)"
+    "$PY" "$BENCH/accuracy.py"
+    "$PY" "$BENCH/bands.py"
+fi
 
-step "4. write cost"
-"$PY" "$BENCH/write_cost.py"
+if wants write; then
+    step "4. write cost"
+    "$PY" "$BENCH/write_cost.py"
+fi
 
-step "5. lookup latency"
-"$PY" "$BENCH/lookup.py"
+if wants lookup; then
+    step "5. lookup latency"
+    "$PY" "$BENCH/lookup.py"
+fi
+
+if [ -n "${BENCH_ONLY:-}" ]; then
+    step "done (BENCH_ONLY=$BENCH_ONLY) in $((SECONDS - START)) s"
+    exit 0
+fi
 
 step "machine"
 elapsed=$((SECONDS - START))

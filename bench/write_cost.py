@@ -13,11 +13,12 @@ primary key (id bigint):
   error     simhash_attach(on_duplicate => 'error'): the trigger also takes the band advisory locks
             and runs its band lookup for every row
   jieba     the same with tokenizer => 'jieba' (dictionary word segmentation instead of the default
-            'word' tokenizer)
-  stop      the same with stopwords => true (stop words dropped): fingerprints less dominated by
-            common words fall into fuller band buckets less often, so the lookup checks fewer rows
+            'bigram' tokenizer)
+  v1        simhash_attach(on_duplicate => 'none') with 0.2.0's default options (tokenizer 'word',
+            weighting 'tf', stop words kept), as issue 10's "12x the plain insert" was measured
 
-Every other fingerprint uses the extension's default options.
+Every other fingerprint uses the extension's default options (0.3.0: 'bigram', 'logtf', stop words
+dropped, folding). Issue 10's target: 'none' at most 3x the plain insert's time.
 
 plus `SELECT sum(simhash(body)) FROM wc_src` (fingerprinting with nothing written) for reference.
 The steps between consecutive tables show where the time goes.
@@ -64,13 +65,14 @@ PATHS = [
     ("jieba", "attached, `on_duplicate => 'error', tokenizer => 'jieba'`",
      "id bigint PRIMARY KEY, body text", "on_duplicate => 'error', tokenizer => 'jieba'",
      "INSERT INTO wc_jieba (id, body) SELECT id, body FROM wc_src"),
-    ("stop", "attached, `on_duplicate => 'error', stopwords => true`",
-     "id bigint PRIMARY KEY, body text", "on_duplicate => 'error', stopwords => true",
-     "INSERT INTO wc_stop (id, body) SELECT id, body FROM wc_src"),
+    ("v1", "attached, `on_duplicate => 'none'`, 0.2.0's default options (`'word'`, `'tf'`, stop words kept)",
+     "id bigint PRIMARY KEY, body text",
+     "on_duplicate => 'none', tokenizer => 'word', weighting => 'tf', stopwords => false",
+     "INSERT INTO wc_v1 (id, body) SELECT id, body FROM wc_src"),
 ]
 # The fingerprint options of the attached tables, each of which the source rows must not hold
 # near-duplicates under.
-PROBES = ["", ", tokenizer => 'jieba'", ", stopwords => true"]
+PROBES = ["", ", tokenizer => 'jieba'"]
 REFERENCE = ("ref", "reference: `SELECT sum(simhash(body))` over the same rows, nothing written",
              "SELECT sum(simhash(body)) FROM wc_src")
 STEPS = [
@@ -78,7 +80,7 @@ STEPS = [
     ("fp", "plain", "computing the fingerprint (tokenizing and hashing the text, once per row)"),
     ("fpbands", "fp", "four band columns and four B-tree index insertions"),
     ("none", "fpbands", "the trigger itself (fingerprint computed in the trigger instead of the SELECT)"),
-    ("error", "none", "the duplicate check: 4 advisory locks and one band lookup (SPI) per row"),
+    ("error", "none", "the duplicate check: advisory locks per row, the band lookups of the statement's rows"),
 ]
 
 
@@ -147,7 +149,7 @@ def main():
     band_match = " OR ".join(f"t.body_band{i} = s.body_band{i}" for i in range(4))
     candidates = {k: float(conn.execute(
         f"SELECT avg((SELECT count(*) - 1 FROM wc_{k} t WHERE {band_match})) FROM wc_{k} s WHERE s.id % 50 = 0"
-    ).fetchone()[0]) for k in ("error", "jieba", "stop")}
+    ).fetchone()[0]) for k in ("error", "jieba")}
     mismatch = conn.execute("SELECT count(*) FROM wc_fp a FULL JOIN wc_error b USING (id) "
                             "WHERE a.body_simhash IS DISTINCT FROM b.body_simhash").fetchone()[0]
     nulls = conn.execute("SELECT count(*) FROM wc_fp WHERE body_simhash IS NULL").fetchone()[0]
@@ -172,8 +174,12 @@ def main():
                       f"{1e6 * c / n:.1f}", f"{100 * c / total['cpu']:.0f}%"])
     ratio = total["wall"] / plain["wall"]
     ratio_cpu = total["cpu"] / plain["cpu"]
-    verdict = "met" if max(ratio, ratio_cpu) <= 2 else ("met by one measure only" if min(ratio, ratio_cpu) <= 2
-                                                        else "**not met**")
+    none, fp, fpbands = best["none"], best["fp"], best["fpbands"]
+    none_ratio, none_ratio_cpu = none["wall"] / plain["wall"], none["cpu"] / plain["cpu"]
+    verdict = "met" if max(none_ratio, none_ratio_cpu) <= 3 else (
+        "met by one measure only" if min(none_ratio, none_ratio_cpu) <= 3 else "**not met**")
+    # What 'none' would cost with a free fingerprint: the plain insert plus the band columns and indexes.
+    bands_only = (plain["cpu"] + fpbands["cpu"] - fp["cpu"]) / plain["cpu"]
 
     out = ["## Write cost: INSERT … SELECT into a plain table and into attached tables", ""]
     out.append(f"Rows: {tables.rows_note(rows)} (tables.py, seed 4; {removed} rows that were near-duplicates "
@@ -186,11 +192,17 @@ def main():
     out.append(md_table(["write path", "s", "rows/s", "× plain", "CPU-s", "× plain (CPU)", "WAL MB"], table_rows,
                         align=["l"] + ["r"] * 6))
     out.append("")
-    out.append(f"**Target: attached with the trigger (`'error'`) ≤ 2× the plain insert's time** — {verdict}: "
-               f"{ratio:.2f}× by wall clock, {ratio_cpu:.2f}× by backend CPU time (with `tokenizer => 'jieba'`: "
-               f"{best['jieba']['wall'] / plain['wall']:.2f}× and {best['jieba']['cpu'] / plain['cpu']:.2f}×; with "
-               f"`stopwords => true`: {best['stop']['wall'] / plain['wall']:.2f}× and "
-               f"{best['stop']['cpu'] / plain['cpu']:.2f}×).")
+    out.append(f"**Target of issue 10: attached in `'none'` mode ≤ 3× the plain insert's time** — {verdict}: "
+               f"{none_ratio:.2f}× by wall clock, {none_ratio_cpu:.2f}× by backend CPU time (with 0.2.0's "
+               f"options: {best['v1']['wall'] / plain['wall']:.2f}× and {best['v1']['cpu'] / plain['cpu']:.2f}×). "
+               f"With a fingerprint that cost nothing, the plain insert plus the four band columns and their "
+               f"B-tree indexes would still take {bands_only:.2f}× the plain insert's CPU time; the fingerprint "
+               f"alone adds {(fp['cpu'] - plain['cpu']) / plain['cpu']:.2f}×.")
+    out.append("")
+    out.append(f"For reference, `'error'` (the statement-level check of issue 14): {ratio:.2f}× the plain insert "
+               f"by wall clock, {ratio_cpu:.2f}× by CPU time, {total['cpu'] / none['cpu']:.2f}× `'none'` by CPU "
+               f"time (with `tokenizer => 'jieba'`: {best['jieba']['wall'] / plain['wall']:.2f}× and "
+               f"{best['jieba']['cpu'] / plain['cpu']:.2f}× the plain insert).")
     out.append("")
     out.append("Where the `'error'` insert's time goes (differences between consecutive rows above, per row "
                "and as a share of the `'error'` insert):")
@@ -200,10 +212,8 @@ def main():
     out.append(f"- The duplicate check costs in proportion to the rows it fetches: those sharing a band value "
                f"with the new row. In the full tables every 50th row shares a band with "
                f"{candidates['error']:.0f} others on average with the default options, {candidates['jieba']:.0f} "
-               f"with `'jieba'`, {candidates['stop']:.0f} with `stopwords => true` (uniform fingerprints: "
-               f"{4 * n / 65536:.0f}); during the insert a row sees about half of them, the rows inserted before it. "
-               f"Most likely kept stop words (the, of, 的), the most frequent features of almost every text, "
-               f"push all fingerprints the same way and crowd the band buckets.")
+               f"with `'jieba'` (uniform fingerprints: {4 * n / 65536:.0f}); during the insert a row sees about "
+               f"half of them, the rows inserted before it.")
     out.append(f"- Fingerprint options: the defaults, `{options}`, except where a row says otherwise. The trigger "
                f"computes each row's fingerprint once; it equals `simhash(body)` computed in the SELECT for all "
                f"rows ({mismatch} differences between `wc_fp` and `wc_error`).")
