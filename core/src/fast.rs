@@ -731,6 +731,8 @@ fn has_alnum(token: &str) -> bool {
 struct StopHashes {
     bits: Box<[u64; 1024]>,
     words: HashMap<u64, &'static str, PassBuild>,
+    /// The stop words of one character of the BMP, by code point (for the 'char' tokenizer).
+    chars: Box<[u64; 1024]>,
 }
 
 impl StopHashes {
@@ -738,6 +740,7 @@ impl StopHashes {
         static STOPS: OnceLock<StopHashes> = OnceLock::new();
         STOPS.get_or_init(|| {
             let mut bits = Box::new([0u64; 1024]);
+            let mut chars = Box::new([0u64; 1024]);
             let mut words = HashMap::default();
             for w in crate::stopwords::all() {
                 let h = token_hash(w);
@@ -745,8 +748,14 @@ impl StopHashes {
                 // Two stop words with one hash would need a list here; the test
                 // `stop_hashes_equal_stop_words` would see the second one lost.
                 words.insert(h, w);
+                let mut it = w.chars();
+                if let (Some(c), None) = (it.next(), it.next()) {
+                    if let Ok(u) = u16::try_from(u32::from(c)) {
+                        chars[usize::from(u >> 6)] |= 1 << (u & 63);
+                    }
+                }
             }
-            StopHashes { bits, words }
+            StopHashes { bits, words, chars }
         })
     }
 
@@ -754,6 +763,16 @@ impl StopHashes {
     #[inline]
     fn contains(&self, h: u64, token: &str) -> bool {
         self.bits[(h >> 54) as usize] & (1 << ((h >> 48) & 63)) != 0 && self.words.get(&h) == Some(&token)
+    }
+
+    /// Whether the one-character token `token`, the character `c`, is a stop word: by code point
+    /// in the BMP, by hash beyond it.
+    #[inline]
+    fn contains_char(&self, c: char, token: &str) -> bool {
+        match u16::try_from(u32::from(c)) {
+            Ok(u) => self.chars[usize::from(u >> 6)] & (1 << (u & 63)) != 0,
+            Err(_) => self.contains(token_hash(token), token),
+        }
     }
 }
 
@@ -980,10 +999,17 @@ fn for_each_feature_hash(
                     return;
                 }
                 Some(h)
+            } else if char_shingles {
+                // One character a token.
+                let Some(c) = token.chars().next() else {
+                    return;
+                };
+                if stopwords && stops.contains_char(c, token) {
+                    return;
+                }
+                char_ring.push(c)
             } else if stopwords && stops.contains(token_hash(token), token) {
                 return;
-            } else if char_shingles {
-                token.chars().next().and_then(|c| char_ring.push(c))
             } else {
                 ring.push(token)
             };
@@ -1188,13 +1214,19 @@ fn float_fingerprint(features: impl IntoIterator<Item = (u64, f64)>) -> u64 {
 /// fmix64) that finds or inserts a feature in one probe sequence, and the list of the slots in
 /// order of first occurrence. The slot key 0 marks an empty slot, so the hash 0 is kept apart.
 struct TermCounts {
-    keys: Vec<u64>,
-    counts: Vec<u32>,
+    /// Key and count side by side: a probe reads one cache line.
+    slots: Vec<Slot>,
     /// The slot of every distinct feature (but the hash 0), in order of first occurrence.
     order: Vec<u32>,
     shift: u32,
     /// The count of the hash 0, and how many distinct features came before it.
     zero: Option<(u32, usize)>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    key: u64,
+    count: u32,
 }
 
 thread_local! {
@@ -1207,8 +1239,7 @@ impl TermCounts {
     fn new(bytes: usize) -> Self {
         let slots = (bytes / 2).clamp(64, 1 << 15).next_power_of_two();
         TermCounts {
-            keys: Vec::new(),
-            counts: Vec::new(),
+            slots: Vec::new(),
             order: Vec::new(),
             shift: 64 - slots.trailing_zeros(),
             zero: None,
@@ -1234,11 +1265,11 @@ impl TermCounts {
     /// Empties the table and keeps it for the next [`TermCounts::take`] of this thread, unless it
     /// grew large (a long text's table is freed).
     fn give_back(mut self) {
-        if self.keys.len() > 1 << 16 {
+        if self.slots.len() > 1 << 16 {
             return;
         }
         for &slot in &self.order {
-            self.keys[slot as usize] = 0;
+            self.slots[slot as usize].key = 0;
         }
         self.order.clear();
         self.zero = None;
@@ -1253,20 +1284,19 @@ impl TermCounts {
             *n = n.saturating_add(1);
             return Ok(());
         }
-        if 2 * (self.order.len() + 1) > self.keys.len() {
+        if 2 * (self.order.len() + 1) > self.slots.len() {
             self.grow()?;
         }
-        let mask = self.keys.len() - 1;
+        let mask = self.slots.len() - 1;
         let mut i = (h >> self.shift) as usize;
         loop {
-            let k = self.keys[i];
-            if k == h {
-                self.counts[i] = self.counts[i].saturating_add(1);
+            let slot = &mut self.slots[i];
+            if slot.key == h {
+                slot.count = slot.count.saturating_add(1);
                 return Ok(());
             }
-            if k == 0 {
-                self.keys[i] = h;
-                self.counts[i] = 1;
+            if slot.key == 0 {
+                *slot = Slot { key: h, count: 1 };
                 self.order.push(i as u32);
                 return Ok(());
             }
@@ -1281,46 +1311,41 @@ impl TermCounts {
         if memory_low() {
             return Err(OutOfMemory { features });
         }
-        let slots = if self.keys.is_empty() {
+        let size = if self.slots.is_empty() {
             1usize << (64 - self.shift)
         } else {
-            2 * self.keys.len()
+            2 * self.slots.len()
         };
         let oom = |_| OutOfMemory { features };
-        let mut keys = Vec::new();
-        let mut counts = Vec::new();
-        keys.try_reserve_exact(slots).map_err(oom)?;
-        counts.try_reserve_exact(slots).map_err(oom)?;
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(size).map_err(oom)?;
         // Room for the features a table of this size holds before it grows again.
         self.order
-            .try_reserve_exact((slots / 2).saturating_sub(features))
+            .try_reserve_exact((size / 2).saturating_sub(features))
             .map_err(oom)?;
-        keys.resize(slots, 0);
-        counts.resize(slots, 0);
-        let shift = 64 - slots.trailing_zeros();
-        let mask = slots - 1;
-        for slot in self.order.iter_mut() {
-            let (k, n) = (self.keys[*slot as usize], self.counts[*slot as usize]);
-            let mut i = (k >> shift) as usize;
-            while keys[i] != 0 {
+        slots.resize(size, Slot::default());
+        let shift = 64 - size.trailing_zeros();
+        let mask = size - 1;
+        for at in self.order.iter_mut() {
+            let old = self.slots[*at as usize];
+            let mut i = (old.key >> shift) as usize;
+            while slots[i].key != 0 {
                 i = (i + 1) & mask;
             }
-            keys[i] = k;
-            counts[i] = n;
-            *slot = i as u32;
+            slots[i] = old;
+            *at = i as u32;
         }
-        self.keys = keys;
-        self.counts = counts;
+        self.slots = slots;
         self.shift = shift;
         Ok(())
     }
 
     /// Every distinct feature with its count, in order of first occurrence.
     fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        let listed = self
-            .order
-            .iter()
-            .map(|&i| (self.keys[i as usize], self.counts[i as usize]));
+        let listed = self.order.iter().map(|&i| {
+            let slot = self.slots[i as usize];
+            (slot.key, slot.count)
+        });
         let (zero, before) = match self.zero {
             Some((n, before)) => (Some((0, n)), before),
             None => (None, self.order.len()),
@@ -1798,6 +1823,11 @@ mod tests {
             assert!(!stops.contains(token_hash(w), w), "{w:?}");
         }
         assert!(!stops.contains(token_hash("the"), "thee"));
+        // Every character, as a one-character token.
+        for c in all_chars() {
+            let w = c.to_string();
+            assert_eq!(stops.contains_char(c, &w), is_stop_word(&w), "{w:?}");
+        }
         for c in all_chars().step_by(11) {
             let w = c.to_string();
             assert_eq!(stops.contains(token_hash(&w), &w), is_stop_word(&w), "{w:?}");
@@ -1988,7 +2018,7 @@ mod tests {
         // A table given back comes back empty.
         let counts = TermCounts::take(10);
         assert_eq!(counts.len(), 0);
-        assert!(counts.keys.iter().all(|&k| k == 0));
+        assert!(counts.slots.iter().all(|s| s.key == 0));
     }
 
     #[test]
