@@ -114,10 +114,15 @@ const CONVERSION_PIECE: usize = 1 << 20;
 /// text cannot be had.
 pub fn server_to_utf8(bytes: &[u8]) -> Utf8<'_> {
     let encoding = server_encoding();
-    if bytes.is_ascii() || encoding == UTF8 || encoding == SQL_ASCII {
-        return match std::str::from_utf8(bytes) {
+    if encoding == UTF8 || encoding == SQL_ASCII || bytes.is_ascii() {
+        // The same check as `std::str::from_utf8`, faster; std's finds where an invalid text
+        // goes wrong, for the message.
+        return match simdutf8::basic::from_utf8(bytes) {
             Ok(text) => Utf8(Cow::Borrowed(text)),
-            Err(e) => invalid_utf8(bytes, e),
+            Err(_) => match std::str::from_utf8(bytes) {
+                Ok(text) => Utf8(Cow::Borrowed(text)),
+                Err(e) => invalid_utf8(bytes, e),
+            },
         };
     }
     let proc = unsafe { pg_sys::FindDefaultConversionProc(encoding, UTF8) };
