@@ -189,10 +189,7 @@ fn normalize_checking<const FOLD: bool>(chunk: &str, out: &mut String) -> bool {
         }
         if b < 0x80 && !dirty {
             // A run of ASCII in a clean stretch: each byte a cut, nothing to do until the last.
-            let mut j = i + 1;
-            while bytes.get(j).is_some_and(|&b| b < 0x80) {
-                j += 1;
-            }
+            let j = ascii_run_end(bytes, i + 1);
             piece = j - 1;
             i = j;
             continue;
@@ -247,6 +244,24 @@ fn normalize_checking<const FOLD: bool>(chunk: &str, out: &mut String) -> bool {
         folds = FOLD;
     }
     folds
+}
+
+/// The end of the run of ASCII bytes of `bytes` from `from` on: eight bytes at a time while their
+/// high bits are all clear, then byte by byte.
+#[inline]
+fn ascii_run_end(bytes: &[u8], from: usize) -> usize {
+    let mut j = from;
+    while let Some(word) = bytes.get(j..j + 8) {
+        let word = u64::from_le_bytes(word.try_into().unwrap_or([0x80; 8]));
+        if word & 0x8080_8080_8080_8080 != 0 {
+            break;
+        }
+        j += 8;
+    }
+    while bytes.get(j).is_some_and(|&b| b < 0x80) {
+        j += 1;
+    }
+    j
 }
 
 /// Whether `normalize(chunk) == chunk`: every character stable and no ASCII capital.
@@ -705,11 +720,13 @@ fn keep_fast(token: &str, stopwords: bool, alnum: bool) -> bool {
     (alnum || has_alnum(token)) && !(stopwords && StopHashes::get().contains(token_hash(token), token))
 }
 
-#[inline]
+#[inline(always)]
 fn has_alnum(token: &str) -> bool {
     // Most tokens are decided by their first character: an ASCII letter or digit, an ideograph.
     match token.as_bytes().first() {
         Some(b) if b.is_ascii_alphanumeric() => return true,
+        // A space or punctuation mark alone (jieba gives each one as a token).
+        Some(&b) if b < 0x80 && token.len() == 1 => return false,
         // U+5000–U+9FFF: ideographs, without decoding.
         Some(0xE5..=0xE9) => return true,
         Some(&b) if b >= 0x80 && char_at(token, 0).is_some_and(is_ideograph) => return true,
@@ -1133,6 +1150,9 @@ impl SwarCounts {
     }
 
     fn flush(&mut self) {
+        if self.pending == 0 {
+            return;
+        }
         for (j, lane) in self.lanes.iter_mut().enumerate() {
             for k in 0..8 {
                 self.ones[8 * k + j] += (*lane >> (8 * k)) & 0xFF;
@@ -1414,15 +1434,17 @@ fn logtf_fingerprint(counts: &TermCounts) -> Option<u64> {
         return Some(classes[0].bits());
     }
     let margin = 8.0 * (counts.len() as f64 + 4.0) * weight * (f64::EPSILON / 2.0);
-    let mut fp = 0u64;
-    for (i, &rare) in floats.iter().enumerate() {
-        let mut sum = rare;
-        for (class, &w) in classes.iter().zip(&weights) {
-            if class.total > 0 {
-                // 2·ones − total: the sum of ±1 over the features of this tf, exact in an f64.
-                sum += w * (2.0 * class.ones[i] as f64 - class.total as f64);
-            }
+    // Each bit's sum: the rare features' floats, then each tf's count times its weight, in order.
+    let mut sums = floats;
+    for (class, &w) in classes.iter().zip(&weights).filter(|(class, _)| class.total > 0) {
+        let total = class.total as f64;
+        for (sum, &ones) in sums.iter_mut().zip(&class.ones) {
+            // 2·ones − total: the sum of ±1 over the features of this tf, exact in an f64.
+            *sum += w * (2.0 * ones as f64 - total);
         }
+    }
+    let mut fp = 0u64;
+    for (i, &sum) in sums.iter().enumerate() {
         if sum.abs() <= margin {
             return None;
         }
@@ -1808,6 +1830,19 @@ mod tests {
         for c in all_chars().filter(|&c| is_cjk_punctuation(c)) {
             assert!(!c.is_alphanumeric(), "{c:?}");
         }
+    }
+
+    #[test]
+    fn ascii_run_end_finds_the_first_non_ascii_byte() {
+        let text = "abcdefghijklmnopqrstuvwxyz0123456789中文 more ascii text é end";
+        let bytes = text.as_bytes();
+        for from in 0..bytes.len() {
+            let want = (from..bytes.len())
+                .find(|&j| bytes[j] >= 0x80)
+                .unwrap_or(bytes.len());
+            assert_eq!(ascii_run_end(bytes, from), want, "from {from}");
+        }
+        assert_eq!(ascii_run_end(b"", 0), 0);
     }
 
     #[test]
