@@ -1283,9 +1283,10 @@ impl TermCounts {
     }
 
     /// Empties the table and keeps it for the next [`TermCounts::take`] of this thread, unless it
-    /// grew large (a long text's table is freed).
+    /// grew large: a long text's table is freed, so a backend keeps at most 256 KiB of it between
+    /// calls.
     fn give_back(mut self) {
-        if self.slots.len() > 1 << 16 {
+        if self.slots.len() > 1 << 14 {
             return;
         }
         for &slot in &self.order {
