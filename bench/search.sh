@@ -33,40 +33,9 @@ PRIVATE_PG=/tmp/simhash-sbench-pg
 PACKAGE=/tmp/simhash-sbench-pkg
 PY=$BENCH/.venv/bin/python
 START=$SECONDS
-step() { printf '\n[%4ds] == %s\n' $((SECONDS - START)) "$*" >&2; }
-
-step "tools: apt packages, cargo-pgrx, Python venv with psycopg"
-ensure_tools
-missing=()
-for pkg in gettext manpages-zh util-linux; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
-done
-python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
-if ((${#missing[@]})); then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-[ -x "$PY" ] || python3 -m venv "$BENCH/.venv"
-"$PY" -c 'import psycopg' 2>/dev/null || "$PY" -m pip install -q "$(grep '^psycopg' "$BENCH/requirements.txt")"
-
-cd "$ROOT"
-if [ "${BENCH_SEARCH_SKIP_BUILD:-0}" = 1 ] && [ -f "$PACKAGE/usr/lib/postgresql/15/lib/simhash_ext.so" ]; then
-    step "build: skipped (BENCH_SEARCH_SKIP_BUILD=1), using $PACKAGE"
-else
-    step "build: cargo pgrx package (release) into $PACKAGE"
-    if ! cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$PACKAGE" >"$BENCH/.search-package.log" 2>&1; then
-        cat "$BENCH/.search-package.log" >&2
-        exit 1
-    fi
-fi
-
-step "private PostgreSQL 15 in $PRIVATE_PG (system binaries, our release build of simhash_ext)"
-private_postgres "$PACKAGE" "$PRIVATE_PG" # sets PG_BIN for start_server / stop_server
-
-if [ ! -s "$BENCH/data/paragraphs_en.txt" ]; then
-    step "corpus: reading the real text shipped on this machine into bench/data/"
-    "$PY" "$BENCH/prepare.py"
-fi
+# shellcheck source=lib.sh
+source "$BENCH/lib.sh" # step, bench_prepare
+bench_prepare search "${BENCH_SEARCH_SKIP_BUILD:-0}"
 
 step "server: $SERVER_DIR on port $BENCH_PORT"
 start_server "$SERVER_DIR" "$BENCH_PORT" shared_buffers=512MB max_wal_size=8GB
