@@ -177,11 +177,7 @@ fn normalize_checking<const FOLD: bool>(chunk: &str, out: &mut String) -> bool {
                 dirty = false;
             }
             if FOLD {
-                let u = (u32::from(b & 0x0F) << 12)
-                    | (u32::from(bytes[i + 1] & 0x3F) << 6)
-                    | u32::from(bytes[i + 2] & 0x3F);
-                let k = (u - 0x3400) as usize;
-                folds |= (changes[k / 64] >> (k % 64)) & 1 != 0;
+                folds |= folds_code_point(changes, decode3(b, bytes[i + 1], bytes[i + 2]));
             }
             piece = i;
             i += 3;
@@ -418,6 +414,12 @@ fn next_at(text: &str, i: usize) -> Next {
     }
 }
 
+/// The code point of a 3-byte UTF-8 sequence (lead byte 1110xxxx).
+#[inline]
+fn decode3(b0: u8, b1: u8, b2: u8) -> u32 {
+    (u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F)
+}
+
 /// The character starting at byte `i` of `text`, decoded by hand when it takes three bytes (all of
 /// the BMP's CJK); `None` past the end or off a character boundary.
 #[inline]
@@ -425,9 +427,7 @@ fn char_at(text: &str, i: usize) -> Option<char> {
     let bytes = text.as_bytes();
     match bytes.get(i..i.checked_add(3)?) {
         // `text` is valid UTF-8: a lead byte 1110xxxx starts a 3-byte character.
-        Some(&[b0, b1, b2]) if b0 & 0xF0 == 0xE0 => {
-            char::from_u32((u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F))
-        }
+        Some(&[b0, b1, b2]) if b0 & 0xF0 == 0xE0 => char::from_u32(decode3(b0, b1, b2)),
         _ => text.get(i..)?.chars().next(),
     }
 }
@@ -909,6 +909,14 @@ fn fold_changes() -> &'static [u64] {
     })
 }
 
+/// Whether [`fold_changes`] (`changes`) marks the BMP code point `u`; none below U+3400 changes.
+#[inline]
+fn folds_code_point(changes: &[u64], u: u32) -> bool {
+    u.checked_sub(0x3400)
+        .and_then(|k| changes.get(k as usize / 64).map(|w| (w >> (k % 64)) & 1 != 0))
+        .unwrap_or(false)
+}
+
 /// `simplified_char(c)`, through [`fold_table`] in the BMP.
 #[inline]
 fn fold_char(c: char, table: &[char]) -> char {
@@ -943,11 +951,10 @@ fn fold_into(text: &str, out: &mut String) -> bool {
             // A 3-byte character (lead byte 1110xxxx) from U+3000 up: decoded here and looked up
             // in `fold_changes`.
             if let Some(&[b0, b1, b2]) = bytes.get(i..i + 3) {
-                let u = (u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
-                match u.checked_sub(0x3400) {
-                    Some(k) if (changes[k as usize / 64] >> (k % 64)) & 1 != 0 => break i,
-                    _ => i += 3,
+                if folds_code_point(changes, decode3(b0, b1, b2)) {
+                    break i;
                 }
+                i += 3;
                 continue;
             }
         }
@@ -1530,13 +1537,8 @@ fn run(
             counts.give_back();
             fp
         }
-        // Float sums depend on order: the reference's exact steps (distinct features by hash, in
-        // order of first occurrence, the IDF factor taken at the first occurrence, the weight by
-        // the reference's own `float_weight`, summed by its `accumulate`), only with the faster
-        // tokens. `token` is given for shingle 1 only, the one case with an IDF lookup ('logtf'
-        // shingles take the factor 1, as in the reference).
         weighting @ (Weighting::TfIdf | Weighting::LogTfIdf | Weighting::LogTfEdge) => {
-            return run_float(text, options, chunking, interrupt, weighting);
+            run_float(text, options, chunking, interrupt, weighting)?
         }
         // A weighting added later: fast_path_supports already said no.
         #[allow(unreachable_patterns)]
@@ -1544,55 +1546,55 @@ fn run(
     }))
 }
 
-/// The float weightings in the reference's order of summation.
+/// The other float weightings. Float sums depend on order: the reference's exact steps (distinct
+/// features by hash, in order of first occurrence, the IDF factor taken at the first occurrence,
+/// the weight by the reference's own `float_weight`, summed by its `accumulate`), only with the
+/// faster tokens. `token` is given for shingle 1 only, the one case with an IDF lookup ('logtf'
+/// shingles take the factor 1, as in the reference).
 fn run_float(
     text: &str,
     options: &Options,
     chunking: Chunking,
     interrupt: &mut dyn FnMut(),
     weighting: Weighting,
-) -> Result<Option<Option<u64>>, OutOfMemory> {
-    Ok(Some({
-        {
-            let mut index: HashMap<u64, usize, PassBuild> = HashMap::default();
-            let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
-            let mut edges = crate::fingerprint::EdgeSums::new(weighting);
-            for_each_feature_hash(text, options, chunking, interrupt, |h, token| {
-                let i = match index.get(&h) {
-                    Some(&i) => i,
-                    None => {
-                        if memory_low() {
-                            return Err(OutOfMemory {
-                                features: distinct.len(),
-                            });
-                        }
-                        index.try_reserve(1).map_err(|_| OutOfMemory {
-                            features: index.len(),
-                        })?;
-                        distinct.try_reserve(1).map_err(|_| OutOfMemory {
-                            features: distinct.len(),
-                        })?;
-                        let idf = match weighting {
-                            Weighting::TfIdf => IdfTable::get().idf(token.unwrap_or_default()),
-                            Weighting::LogTfIdf => idf_v2(token.unwrap_or_default()),
-                            _ => 1.0,
-                        };
-                        distinct.push((h, 0, idf));
-                        index.insert(h, distinct.len() - 1);
-                        distinct.len() - 1
-                    }
+) -> Result<Option<u64>, OutOfMemory> {
+    let mut index: HashMap<u64, usize, PassBuild> = HashMap::default();
+    let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
+    let mut edges = crate::fingerprint::EdgeSums::new(weighting);
+    for_each_feature_hash(text, options, chunking, interrupt, |h, token| {
+        let i = match index.get(&h) {
+            Some(&i) => i,
+            None => {
+                if memory_low() {
+                    return Err(OutOfMemory {
+                        features: distinct.len(),
+                    });
+                }
+                index.try_reserve(1).map_err(|_| OutOfMemory {
+                    features: index.len(),
+                })?;
+                distinct.try_reserve(1).map_err(|_| OutOfMemory {
+                    features: distinct.len(),
+                })?;
+                let idf = match weighting {
+                    Weighting::TfIdf => IdfTable::get().idf(token.unwrap_or_default()),
+                    Weighting::LogTfIdf => idf_v2(token.unwrap_or_default()),
+                    _ => 1.0,
                 };
-                distinct[i].1 += 1;
-                edges.push(i)
-            })?;
-            edges.finish();
-            (!distinct.is_empty()).then(|| {
-                float_fingerprint(distinct.iter().enumerate().map(|(i, &(h, tf, idf))| {
-                    let factor = edges.factor(i, tf, idf);
-                    (h, crate::fingerprint::float_weight(weighting, tf as f64, factor))
-                }))
-            })
-        }
+                distinct.push((h, 0, idf));
+                index.insert(h, distinct.len() - 1);
+                distinct.len() - 1
+            }
+        };
+        distinct[i].1 += 1;
+        edges.push(i)
+    })?;
+    edges.finish();
+    Ok((!distinct.is_empty()).then(|| {
+        float_fingerprint(distinct.iter().enumerate().map(|(i, &(h, tf, idf))| {
+            let factor = edges.factor(i, tf, idf);
+            (h, crate::fingerprint::float_weight(weighting, tf as f64, factor))
+        }))
     }))
 }
 
@@ -2109,7 +2111,7 @@ mod tests {
         let mut changed = 0;
         for (k, &to) in table.iter().enumerate() {
             let c = char::from_u32(0x3400 + k as u32);
-            let marked = (changes[k / 64] >> (k % 64)) & 1 != 0;
+            let marked = folds_code_point(changes, 0x3400 + k as u32);
             assert_eq!(marked, c.is_some_and(|c| c != to), "U+{:04X}", 0x3400 + k);
             changed += usize::from(marked);
         }

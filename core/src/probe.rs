@@ -260,22 +260,8 @@ fn allocate(units: i32, band: usize, t: &mut Vec<i32>, f: &mut dyn FnMut(&[i32])
 /// sorted and distinct. Every writer of a table uses the same k, so two near-duplicate writes always
 /// share a key; the keys of one table are at most 256·(k+1).
 pub fn lock_keys(fp: u64, k: u32) -> Vec<u32> {
-    let parts = k + 1;
-    let mut keys: Vec<u32> = (0..parts)
-        .map(|p| {
-            let (start, end) = band_bits(p, parts);
-            let width = end - start;
-            let mask = if width >= 64 {
-                u64::MAX
-            } else {
-                (1u64 << width) - 1
-            };
-            (p << 8) | (((fp >> start) & mask) as u32 & 0xff)
-        })
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    keys
+    // One key per part, already sorted and distinct: the part number is in the high bits.
+    registry_buckets(fp, k).into_iter().map(|(key, _)| key).collect()
 }
 
 /// The buckets of a fingerprint in a near-duplicate registry at distance k (issue 12): for each of
