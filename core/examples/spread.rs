@@ -3,6 +3,7 @@
 //!
 //!     cargo run --release -p simhash_core --example spread -- fp TEXTS --config SPEC...
 //!     cargo run --release -p simhash_core --example spread -- allpairs TEXTS [--kmax K] --config SPEC...
+//!     cargo run --release -p simhash_core --example spread -- df TEXTS --config x:SPEC > DF
 //!
 //! TEXTS holds one text per line (UTF-8). A SPEC is `tokenizer:shingle:weighting:stopwords:fold`,
 //! e.g. `word:1:tf:false:none` (the 0.2.0 defaults) or `word:1:logtfidf:true:simplified`, or a
@@ -11,6 +12,10 @@
 //!
 //! `fp` prints one line per text: the fingerprint of each SPEC as a signed 64-bit integer (what SQL
 //! returns) or `NULL`, tab-separated.
+//!
+//! `df` prints the document frequencies of the prototype's features over TEXTS (a table's rows):
+//! the number of texts on the first line, then `feature_hash<TAB>texts_containing_it` per line; a
+//! prototype with `df=DF` weighs its features by them (see `proto`).
 //!
 //! `allpairs` treats the texts as a population of unrelated documents. For each SPEC it compares
 //! every pair of fingerprints and prints, tab-separated:
@@ -145,6 +150,12 @@ fn main() {
             print!("{out}");
         }
         "allpairs" => allpairs(&docs, &specs, &configs, kmax),
+        "df" => {
+            let Some(Config::Proto(p)) = configs.first() else {
+                panic!("df needs one prototype --config x:...");
+            };
+            print!("{}", p.document_frequencies(&docs));
+        }
         other => panic!("unknown mode {other:?}"),
     }
 }
@@ -241,7 +252,10 @@ fn allpairs(docs: &[&str], specs: &[String], configs: &[Config], kmax: u32) {
 ///   (an English function word, or a Chinese function character) followed by its next `spot`
 ///   non-stop words (English) or characters (Chinese). With `base=0` (default) only the spots are
 ///   features, and a text with fewer than `spotmin` (default 5) spots falls back to the ordinary
-///   features; with `base=B > 0` both are features, the ordinary ones weighted B.
+///   features; with `base=B > 0` both are features, the ordinary ones weighted B;
+/// - `df=DF` (a file written by mode `df`), `dfcut`, `dflow`: weights from the document frequencies
+///   of a table: × ln((N + 1) / df), or with `dfcut=P`, × `dflow` for a feature in more than a
+///   share P of the table's texts (bench/spread_df.py).
 mod proto {
     use std::collections::HashMap;
 
@@ -286,6 +300,34 @@ mod proto {
         base: f64,
         edge: f64,
         by_token: bool,
+        df: Option<Df>,
+        df_cut: f64,
+        df_low: f64,
+    }
+
+    /// Document frequencies of features in a table's rows (mode `df`).
+    pub struct Df {
+        texts: f64,
+        counts: HashMap<u64, u32>,
+    }
+
+    impl Df {
+        fn load(path: &str) -> Df {
+            let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+            let mut lines = text.lines();
+            let texts: f64 = lines
+                .next()
+                .expect("DF: the number of texts")
+                .parse()
+                .expect("DF texts");
+            let counts = lines
+                .map(|l| {
+                    let (h, n) = l.split_once('\t').expect("DF line: hash TAB count");
+                    (h.parse().expect("DF hash"), n.parse().expect("DF count"))
+                })
+                .collect();
+            Df { texts, counts }
+        }
     }
 
     impl Spec {
@@ -302,6 +344,9 @@ mod proto {
                 base: 0.0,
                 edge: 0.0,
                 by_token: false,
+                df: None,
+                df_cut: 0.0,
+                df_low: 0.0,
             };
             for kv in s.split(',').filter(|kv| !kv.is_empty()) {
                 let (k, v) = kv
@@ -331,13 +376,18 @@ mod proto {
                     "base" => p.base = v.parse().expect("base"),
                     "edge" => p.edge = v.parse().expect("edge"),
                     "unit" => p.by_token = v == "tok",
+                    "df" => p.df = Some(Df::load(v)),
+                    "dfcut" => p.df_cut = v.parse().expect("dfcut"),
+                    "dflow" => p.df_low = v.parse().expect("dflow"),
                     other => panic!("unknown prototype setting {other:?}"),
                 }
             }
             p
         }
 
-        pub fn fingerprint(&self, text: &str) -> Option<u64> {
+        /// Every distinct feature of `text` in order of first occurrence: (feature, tf, sum of
+        /// position weights, factor).
+        fn distinct(&self, text: &str) -> Vec<(String, f64, f64, f64)> {
             let norm = to_simplified(&normalize(text));
             let len = norm.len().max(1) as f64;
             // Kept tokens with their byte offsets.
@@ -385,12 +435,9 @@ mod proto {
             } else {
                 ordinary(&mut occ, 1.0);
             }
-            if occ.is_empty() {
-                return None;
-            }
             // Distinct features in order of first occurrence: count, sum of position weights, factor.
             let mut index: HashMap<&str, usize> = HashMap::new();
-            let mut distinct: Vec<(&str, f64, f64, f64)> = Vec::new();
+            let mut distinct: Vec<(String, f64, f64, f64)> = Vec::new();
             let n_occ = occ.len();
             for (i, (f, o, factor)) in occ.iter().enumerate() {
                 let (o, len) = if self.by_token {
@@ -410,13 +457,54 @@ mod proto {
                     1.0
                 };
                 let i = *index.entry(f.as_str()).or_insert_with(|| {
-                    distinct.push((f.as_str(), 0.0, 0.0, *factor));
+                    distinct.push((f.clone(), 0.0, 0.0, *factor));
                     distinct.len() - 1
                 });
                 distinct[i].1 += 1.0;
                 distinct[i].2 += pos;
             }
-            Some(accumulate(distinct.iter().map(|&(f, tf, pos, factor)| {
+            distinct
+        }
+
+        /// `df` mode: in how many of `docs` each feature occurs.
+        pub fn document_frequencies(&self, docs: &[&str]) -> String {
+            let mut counts: HashMap<u64, u32> = HashMap::new();
+            for d in docs {
+                for (f, ..) in self.distinct(d) {
+                    *counts.entry(feature_hash(&f)).or_default() += 1;
+                }
+            }
+            let mut out = format!("{}\n", docs.len());
+            for (h, n) in counts {
+                out.push_str(&format!("{h}\t{n}\n"));
+            }
+            out
+        }
+
+        /// The factor of a feature's weight from its document frequency: with `dfcut=P`, `dflow`
+        /// for a feature in more than a share P of the texts and 1 otherwise; without it,
+        /// ln((N + 1) / df) (a feature the table lacks counts as df = 1).
+        fn df_factor(&self, h: u64) -> f64 {
+            let Some(df) = &self.df else { return 1.0 };
+            let n = f64::from(df.counts.get(&h).copied().unwrap_or(1));
+            if self.df_cut > 0.0 {
+                if n > self.df_cut * df.texts {
+                    self.df_low
+                } else {
+                    1.0
+                }
+            } else {
+                ((df.texts + 1.0) / n).ln()
+            }
+        }
+
+        pub fn fingerprint(&self, text: &str) -> Option<u64> {
+            let distinct = self.distinct(text);
+            if distinct.is_empty() {
+                return None;
+            }
+            Some(accumulate(distinct.iter().map(|(f, tf, pos, factor)| {
+                let (f, tf, pos, factor) = (f.as_str(), *tf, *pos, *factor);
                 let w = match self.w {
                     W::Tf => tf,
                     W::LogTf => 1.0 + tf.ln(),
@@ -425,7 +513,8 @@ mod proto {
                     W::Cap(c) => tf.min(c),
                     W::LogTfIdf => (1.0 + tf.ln()) * idf_v2(f),
                 };
-                (feature_hash(f), w * factor * pos / tf)
+                let h = feature_hash(f);
+                (h, w * factor * pos / tf * self.df_factor(h))
             })))
         }
 

@@ -9,8 +9,8 @@
 //!
 //! `--only SUBSTRING` keeps the measurements whose name contains it (for a profiler).
 //!
-//! A SPEC is `tokenizer[:shingle[:weighting[:stopwords]]]`, e.g. `jieba`, `char:3`,
-//! `word:1:binary:false`. Without `--config` the three SQL variants of the benchmark are measured:
+//! A SPEC is `tokenizer[:shingle[:weighting[:stopwords[:fold]]]]`, e.g. `jieba`, `char:3`,
+//! `word:1:binary:false`, `word:1:logtf:true:none` (fold `auto` when not given). Without `--config` the three SQL variants of the benchmark are measured:
 //! `jieba`, `word` (the SQL defaults) and `char:3`. Each configuration is measured twice: `fingerprint`
 //! (the public function: the fast path where it applies) and `reference` (the straightforward
 //! pipeline the fast path is tested against); their checksums must be equal.
@@ -47,10 +47,12 @@ fn parse_config(spec: &str) -> Config {
     let stopwords = parts
         .get(3)
         .is_none_or(|s| s.parse().expect("stopwords must be true/false"));
-    let options = Options::parse(tokenizer, shingle, weighting, stopwords)
+    let fold = parts.get(4).copied().unwrap_or("auto");
+    let options = Options::parse_with_fold(tokenizer, shingle, weighting, stopwords, fold)
         .unwrap_or_else(|e| panic!("bad --config {spec:?}: {e}"));
+    let fold_part = parts.get(4).map_or(String::new(), |f| format!(":{f}"));
     Config {
-        name: format!("fingerprint {tokenizer}:{shingle}:{weighting}:{stopwords}"),
+        name: format!("fingerprint {tokenizer}:{shingle}:{weighting}:{stopwords}{fold_part}"),
         options,
     }
 }
@@ -120,7 +122,7 @@ fn main() {
             "--reps" => reps = args.next().and_then(|s| s.parse().ok()).expect("--reps N"),
             "--config" => configs.push(parse_config(&args.next().expect("--config SPEC"))),
             "-h" | "--help" => {
-                eprintln!("usage: throughput FILE [--reps N] [--config tokenizer[:shingle[:weighting[:stopwords]]]]...");
+                eprintln!("usage: throughput FILE [--reps N] [--config tokenizer[:shingle[:weighting[:stopwords[:fold]]]]]...");
                 return;
             }
             _ if file.is_none() => file = Some(arg),

@@ -784,7 +784,7 @@ impl StopHashes {
 
     /// Whether the one-character token `token`, the character `c`, is a stop word: by code point
     /// in the BMP, by hash beyond it.
-    #[inline]
+    #[inline(always)]
     fn contains_char(&self, c: char, token: &str) -> bool {
         match u16::try_from(u32::from(c)) {
             Ok(u) => self.chars[usize::from(u >> 6)] & (1 << (u & 63)) != 0,
@@ -795,47 +795,128 @@ impl StopHashes {
 
 /// [`Ring`] for the 'char' tokenizer, whose shingles are `n` characters joined by "": the last `n`
 /// kept characters, hashed through their UTF-8 bytes.
+///
+/// Shingles of up to [`SHORT_SHINGLE`] characters (the common ones) keep the last characters in a
+/// fixed ring and the last eight bytes of their UTF-8 in `recent`, so that a window of at most
+/// eight bytes (three ASCII characters, or two ideographs) is hashed from `recent` without
+/// encoding its characters again; longer shingles keep the last `n` characters in `long`.
 struct CharRing {
     n: usize,
-    chars: Vec<char>,
-    /// The oldest character once full.
-    head: usize,
     kept: usize,
+    /// The last kept characters, the one kept k-th (from 0) at `k % SHORT_SHINGLE`.
+    short: [char; SHORT_SHINGLE],
+    /// The UTF-8 bytes of the kept characters, the newest in the low byte: the last eight of them.
+    recent: u64,
+    /// The UTF-8 length of each of the last kept characters, the newest in the low byte.
+    lens: u64,
+    /// How many bytes of UTF-8 the last `n` kept characters take.
+    window_bytes: usize,
+    /// For `n` > [`SHORT_SHINGLE`]: the last `n` characters, the oldest at `head` once full.
+    long: Vec<char>,
+    head: usize,
 }
+
+const SHORT_SHINGLE: usize = 8;
 
 impl CharRing {
     fn new(n: usize) -> Self {
         CharRing {
             n: n.max(1),
-            chars: Vec::new(),
-            head: 0,
             kept: 0,
+            short: ['\0'; SHORT_SHINGLE],
+            recent: 0,
+            lens: 0,
+            window_bytes: 0,
+            long: Vec::new(),
+            head: 0,
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, c: char) -> Option<u64> {
+        if self.n > SHORT_SHINGLE {
+            return self.push_long(c);
+        }
+        let v = u32::from(c);
+        let len = if v < 0x80 {
+            self.recent = (self.recent << 8) | u64::from(v);
+            1
+        } else {
+            let mut utf8 = [0u8; 4];
+            let bytes = c.encode_utf8(&mut utf8).as_bytes();
+            for &b in bytes {
+                self.recent = (self.recent << 8) | u64::from(b);
+            }
+            bytes.len()
+        };
+        let n = self.n;
+        // The character that leaves the window: the one kept n places back.
+        let leaving = if self.kept >= n {
+            ((self.lens >> (8 * (n - 1))) & 0xFF) as usize
+        } else {
+            0
+        };
+        self.lens = (self.lens << 8) | len as u64;
+        self.window_bytes = self.window_bytes + len - leaving;
+        self.short[self.kept % SHORT_SHINGLE] = c;
         self.kept += 1;
-        if self.chars.len() < self.n {
-            self.chars.push(c);
-            if self.chars.len() < self.n {
+        if self.kept < n {
+            return None;
+        }
+        if self.window_bytes <= 8 {
+            return Some(fmix64(fnv_low_bytes(self.recent, self.window_bytes)));
+        }
+        let from = self.kept - n;
+        Some(chars_hash(
+            (from..self.kept).map(|k| &self.short[k % SHORT_SHINGLE]),
+        ))
+    }
+
+    #[cold]
+    fn push_long(&mut self, c: char) -> Option<u64> {
+        self.kept += 1;
+        if self.long.len() < self.n {
+            self.long.push(c);
+            if self.long.len() < self.n {
                 return None;
             }
         } else {
-            self.chars[self.head] = c;
+            self.long[self.head] = c;
             self.head += 1;
             if self.head == self.n {
                 self.head = 0;
             }
         }
-        let (newer, older) = self.chars.split_at(self.head);
+        let (newer, older) = self.long.split_at(self.head);
         Some(chars_hash(older.iter().chain(newer)))
     }
 
-    /// Fewer than n kept characters: all of them, in order (`head` is still 0).
+    /// Fewer than n kept characters: all of them, in order.
     fn finish(&self) -> Option<u64> {
-        (self.n > 1 && self.kept > 0 && self.kept < self.n).then(|| chars_hash(self.chars.iter()))
+        if !(self.n > 1 && self.kept > 0 && self.kept < self.n) {
+            return None;
+        }
+        Some(if self.n > SHORT_SHINGLE {
+            chars_hash(self.long.iter())
+        } else {
+            chars_hash(self.short[..self.kept].iter())
+        })
     }
+}
+
+/// FNV-1a of the `len` (at most 8) low bytes of `x`, the highest of them first.
+#[inline]
+fn fnv_low_bytes(x: u64, len: usize) -> u64 {
+    let mut h = Fnv1a64::default();
+    if len > 0 {
+        // The first byte to the top.
+        let mut x = x << (8 * (8 - len.min(8)));
+        for _ in 0..len.min(8) {
+            h.write_u8((x >> 56) as u8);
+            x <<= 8;
+        }
+    }
+    h.finish()
 }
 
 /// FNV-1a and fmix64 of the characters' UTF-8 encoding (RFC 3629, written out: one to four bytes).
@@ -1047,6 +1128,23 @@ fn for_each_feature_hash(
         };
         match options.tokenizer {
             Tokenizer::Word => scan_words(normalized, &mut on_token),
+            // Shingles of characters: straight into the ring, without `on_token`'s steps for
+            // tokens of any length (the same checks: alphanumeric, not a stop word).
+            Tokenizer::Char if !single => {
+                for (i, c) in normalized.char_indices() {
+                    let alnum = if c.is_ascii() {
+                        c.is_ascii_alphanumeric()
+                    } else {
+                        is_ideograph(c) || c.is_alphanumeric()
+                    };
+                    if !alnum || (stopwords && stops.contains_char(c, &normalized[i..i + c.len_utf8()])) {
+                        continue;
+                    }
+                    if let Some(h) = char_ring.push(c) {
+                        sink(h, None)?;
+                    }
+                }
+            }
             Tokenizer::Char => {
                 for (i, c) in normalized.char_indices() {
                     // The check of `keep` on the decoded character, without the Unicode tables
@@ -1304,7 +1402,7 @@ impl TermCounts {
         SPARE_COUNTS.with(|spare| spare.set(Some(self)));
     }
 
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, h: u64) -> Result<(), OutOfMemory> {
         if h == 0 {
             let before = self.order.len();
@@ -1920,6 +2018,34 @@ mod tests {
                 fmix64(crate::hash::fnv1a64(s.as_bytes())),
                 "{s:?}"
             );
+        }
+    }
+
+    /// Every window of every shingle length (the fixed ring up to `SHORT_SHINGLE`, the long one
+    /// past it), over characters of one to four bytes in runs and mixed, whose windows fall on
+    /// both sides of eight bytes: the hash of the window's characters joined.
+    #[test]
+    fn char_ring_hashes_each_window_as_its_text() {
+        let text: Vec<char> = "abcdefghijklmnop é中文字a😀bc\u{7ff}\u{800}xyz\u{10ffff}qq中中中中中中中中ab"
+            .chars()
+            .chain(all_chars().step_by(7919).take(40))
+            .collect();
+        let joined = |w: &[char]| fmix64(crate::hash::fnv1a64(w.iter().collect::<String>().as_bytes()));
+        for n in 1..=SHORT_SHINGLE + 4 {
+            let mut ring = CharRing::new(n);
+            for (i, &c) in text.iter().enumerate() {
+                let expected = (i + 1 >= n).then(|| joined(&text[i + 1 - n..=i]));
+                assert_eq!(ring.push(c), expected, "n = {n}, at {i}");
+            }
+            assert_eq!(ring.finish(), None, "n = {n}");
+            // Fewer characters than n: one feature of all of them.
+            let mut short = CharRing::new(n);
+            let few = &text[20..20 + (n - 1).min(5)];
+            for &c in few {
+                assert_eq!(short.push(c), None);
+            }
+            let expected = (n > 1 && !few.is_empty()).then(|| joined(few));
+            assert_eq!(short.finish(), expected, "n = {n}, {} characters", few.len());
         }
     }
 

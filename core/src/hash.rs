@@ -32,6 +32,12 @@ impl Fnv1a64 {
         self.0 = h;
     }
 
+    /// One byte: `write(&[b])`.
+    #[inline]
+    pub fn write_u8(&mut self, b: u8) {
+        self.0 = (self.0 ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+    }
+
     #[inline]
     pub fn finish(self) -> u64 {
         self.0
