@@ -968,7 +968,7 @@ fn jieba_tokens<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     let bytes = text.as_bytes();
     // Start of the stretch not yet given to jieba, when there is one.
     let mut pending: Option<usize> = None;
-    let mut cut = |from: usize, to: usize, f: &mut dyn FnMut(&'t str)| {
+    let cut = |from: usize, to: usize, f: &mut dyn FnMut(&'t str)| {
         for token in jieba().cut(&text[from..to], true) {
             f(token.word);
         }
