@@ -4,6 +4,7 @@
 //!     cargo run --release -p simhash_core --example spread -- fp TEXTS --config SPEC...
 //!     cargo run --release -p simhash_core --example spread -- allpairs TEXTS [--kmax K] --config SPEC...
 //!     cargo run --release -p simhash_core --example spread -- df TEXTS --config x:SPEC > DF
+//!     cargo run --release -p simhash_core --example spread -- bpdf TEXTS --config x:SPEC > BP
 //!
 //! TEXTS holds one text per line (UTF-8). A SPEC is `tokenizer:shingle:weighting:stopwords:fold`,
 //! e.g. `word:1:tf:false:none` (the 0.2.0 defaults) or `word:1:logtfidf:true:simplified`, or a
@@ -15,7 +16,8 @@
 //!
 //! `df` prints the document frequencies of the prototype's features over TEXTS (a table's rows):
 //! the number of texts on the first line, then `feature_hash<TAB>texts_containing_it` per line; a
-//! prototype with `df=DF` weighs its features by them (see `proto`).
+//! prototype with `df=DF` weighs its features by them (see `proto`). `bpdf` prints, the same way,
+//! in how many texts each window of the prototype's `bpw` kept tokens occurs, for `bp=BP`.
 //!
 //! `allpairs` treats the texts as a population of unrelated documents. For each SPEC it compares
 //! every pair of fingerprints and prints, tab-separated:
@@ -156,6 +158,12 @@ fn main() {
             };
             print!("{}", p.document_frequencies(&docs));
         }
+        "bpdf" => {
+            let Some(Config::Proto(p)) = configs.first() else {
+                panic!("bpdf needs one prototype --config x:...");
+            };
+            print!("{}", p.window_frequencies(&docs));
+        }
         other => panic!("unknown mode {other:?}"),
     }
 }
@@ -255,7 +263,10 @@ fn allpairs(docs: &[&str], specs: &[String], configs: &[Config], kmax: u32) {
 ///   features; with `base=B > 0` both are features, the ordinary ones weighted B;
 /// - `df=DF` (a file written by mode `df`), `dfcut`, `dflow`: weights from the document frequencies
 ///   of a table: × ln((N + 1) / df), or with `dfcut=P`, × `dflow` for a feature in more than a
-///   share P of the table's texts (bench/spread_df.py).
+///   share P of the table's texts (bench/spread_df.py);
+/// - `bp=BP` (a file written by mode `bpdf`), `bpw`, `bpmin`: boilerplate removal: the tokens of
+///   every window of `bpw` (default 8) consecutive kept tokens that at least `bpmin` (default 5) of
+///   the table's texts contain are dropped before stop words, shingles and weights.
 mod proto {
     use std::collections::HashMap;
 
@@ -303,6 +314,11 @@ mod proto {
         df: Option<Df>,
         df_cut: f64,
         df_low: f64,
+        /// Boilerplate removal: document frequencies of windows of `bp_window` kept tokens, and the
+        /// count from which a window's tokens are dropped.
+        bp: Option<Df>,
+        bp_window: usize,
+        bp_min: u32,
     }
 
     /// Document frequencies of features in a table's rows (mode `df`).
@@ -347,6 +363,9 @@ mod proto {
                 df: None,
                 df_cut: 0.0,
                 df_low: 0.0,
+                bp: None,
+                bp_window: 8,
+                bp_min: 5,
             };
             for kv in s.split(',').filter(|kv| !kv.is_empty()) {
                 let (k, v) = kv
@@ -379,6 +398,9 @@ mod proto {
                     "df" => p.df = Some(Df::load(v)),
                     "dfcut" => p.df_cut = v.parse().expect("dfcut"),
                     "dflow" => p.df_low = v.parse().expect("dflow"),
+                    "bp" => p.bp = Some(Df::load(v)),
+                    "bpw" => p.bp_window = v.parse().expect("bpw"),
+                    "bpmin" => p.bp_min = v.parse().expect("bpmin"),
                     other => panic!("unknown prototype setting {other:?}"),
                 }
             }
@@ -397,6 +419,20 @@ mod proto {
                     tokens.push((t, t.as_ptr() as usize - norm.as_ptr() as usize));
                 }
             });
+            if let Some(bp) = &self.bp {
+                // Drop every token that a window found in at least `bp_min` texts covers.
+                let mut covered = vec![false; tokens.len()];
+                for (start, h) in self.windows(&tokens) {
+                    if bp.counts.get(&h).is_some_and(|&n| n >= self.bp_min) {
+                        covered[start..start + self.bp_window].iter_mut().for_each(|c| *c = true);
+                    }
+                }
+                let mut i = 0;
+                tokens.retain(|_| {
+                    i += 1;
+                    !covered[i - 1]
+                });
+            }
             // (feature, position, extra factor) in order of occurrence.
             let mut occ: Vec<(String, usize, f64)> = Vec::new();
             let ordinary = |occ: &mut Vec<(String, usize, f64)>, factor: f64| {
@@ -464,6 +500,43 @@ mod proto {
                 distinct[i].2 += pos;
             }
             distinct
+        }
+
+        /// The windows of `bp_window` consecutive tokens: (first token, hash of the window).
+        fn windows(&self, tokens: &[(&str, usize)]) -> Vec<(usize, u64)> {
+            tokens
+                .windows(self.bp_window)
+                .enumerate()
+                .map(|(i, w)| {
+                    let joined: Vec<&str> = w.iter().map(|(t, _)| *t).collect();
+                    (i, feature_hash(&joined.join(" ")))
+                })
+                .collect()
+        }
+
+        /// `bpdf` mode: in how many of `docs` each window of `bp_window` kept tokens occurs.
+        pub fn window_frequencies(&self, docs: &[&str]) -> String {
+            let mut counts: HashMap<u64, u32> = HashMap::new();
+            for d in docs {
+                let norm = to_simplified(&normalize(d));
+                let mut tokens: Vec<(&str, usize)> = Vec::new();
+                for_each_token(&norm, self.tok, |t| {
+                    if keep(t, false) {
+                        tokens.push((t, 0));
+                    }
+                });
+                let mut seen: Vec<u64> = self.windows(&tokens).into_iter().map(|(_, h)| h).collect();
+                seen.sort_unstable();
+                seen.dedup();
+                for h in seen {
+                    *counts.entry(h).or_default() += 1;
+                }
+            }
+            let mut out = format!("{}\n", docs.len());
+            for (h, n) in counts {
+                out.push_str(&format!("{h}\t{n}\n"));
+            }
+            out
         }
 
         /// `df` mode: in how many of `docs` each feature occurs.
