@@ -424,7 +424,9 @@ mod proto {
                 let mut covered = vec![false; tokens.len()];
                 for (start, h) in self.windows(&tokens) {
                     if bp.counts.get(&h).is_some_and(|&n| n >= self.bp_min) {
-                        covered[start..start + self.bp_window].iter_mut().for_each(|c| *c = true);
+                        covered[start..start + self.bp_window]
+                            .iter_mut()
+                            .for_each(|c| *c = true);
                     }
                 }
                 let mut i = 0;
