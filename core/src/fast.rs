@@ -1067,35 +1067,6 @@ struct HanRun {
 }
 
 impl HanRun {
-    /// One token of the scanner, a slice of `text`.
-    #[inline]
-    fn token(&mut self, text: &str, t: &str, alnum: bool, on_token: &mut impl FnMut(&str, bool)) {
-        let start = t.as_ptr() as usize - text.as_ptr() as usize;
-        let end = start + t.len();
-        // A non-ASCII token the scanner vouches for as alphanumeric with 3 bytes is one
-        // ideograph (`scan_words`), so Han; anything else is decoded.
-        let single_han = if alnum && t.len() == 3 && t.as_bytes()[0] >= 0x80 {
-            true
-        } else {
-            let mut chars = t.chars();
-            matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c))
-        };
-        if single_han {
-            match self.last {
-                Some((last_start, last_end, last_alnum)) if last_end == start => {
-                    // A pair is alphanumeric if either character is.
-                    on_token(&text[last_start..end], last_alnum || alnum);
-                    self.paired = true;
-                }
-                _ => self.flush(text, on_token),
-            }
-            self.last = Some((start, end, alnum));
-        } else {
-            self.flush(text, on_token);
-            on_token(t, alnum);
-        }
-    }
-
     /// Ends the run: a run of one character gives that character.
     #[inline]
     fn flush(&mut self, text: &str, on_token: &mut impl FnMut(&str, bool)) {
@@ -1106,40 +1077,6 @@ impl HanRun {
         }
         self.paired = false;
     }
-}
-
-/// Whether a character of U+4E00–U+9FFF starts at byte `i` (UTF-8 E4 B8 80 to E9 BF BF).
-#[inline]
-fn ideograph_at(bytes: &[u8], i: usize) -> bool {
-    match bytes[i] {
-        0xE5..=0xE9 => true,
-        0xE4 => bytes.get(i + 1).is_some_and(|&b| b >= 0xB8),
-        _ => false,
-    }
-}
-
-/// The first run of two or more characters of U+4E00–U+9FFF in `bytes` from `from` on: its start
-/// and end, or `(len, len)` when there is none.
-#[inline]
-fn next_ideograph_run(bytes: &[u8], from: usize) -> (usize, usize) {
-    let mut i = from;
-    while i < bytes.len() {
-        if ideograph_at(bytes, i) {
-            let mut j = i + 3;
-            while j < bytes.len() && ideograph_at(bytes, j) {
-                j += 3;
-            }
-            if j - i >= 6 {
-                return (i, j);
-            }
-            i = j;
-        } else if bytes[i] < 0x80 {
-            i = ascii_run_end(bytes, i + 1);
-        } else {
-            i += 1;
-        }
-    }
-    (bytes.len(), bytes.len())
 }
 
 /// [`simplified_char`] for the BMP from U+3400 up, in a table: no hashing per character.
@@ -1338,34 +1275,38 @@ fn for_each_feature_hash(
             }
             Tokenizer::Jieba => jieba_tokens(normalized, |token| on_token(token, false)),
             Tokenizer::Bigram => {
-                // `han_bigrams` of the reference over the scanner's tokens (`HanRun::token`). A run
-                // of two or more ideographs of U+4E00–U+9FFF is paired here directly: the scanner
-                // would give each of them but the last as a token of its own (an ideograph is
-                // followed by a break, unless an Extend, Format or ZWJ character follows, and here
-                // another ideograph does), and it breaks before every ideograph, so the stretches
-                // between runs scan as they would in the whole text. The first ideograph goes
-                // through `HanRun::token`, to pair with a Han token just before it; the last goes
-                // back to the scanner, which knows what follows it.
-                let bytes = normalized.as_bytes();
+                // `han_bigrams` of the reference over the scanner's tokens. A run of single-Han-
+                // character tokens is broken by any token between them, kept or not; the scanner
+                // leaves some tokens out (spaces, line breaks, punctuation), but tokens tile the
+                // text, so two of them are neighbours iff one ends where the other starts.
+                let base = normalized.as_ptr() as usize;
                 let mut run = HanRun::default();
-                let mut pos = 0;
-                loop {
-                    let (first, end) = next_ideograph_run(bytes, pos);
-                    scan_words(&normalized[pos..first], |t, alnum| {
-                        run.token(normalized, t, alnum, &mut on_token);
-                    });
-                    if first == end {
-                        break;
+                scan_words(normalized, |t, alnum| {
+                    let start = t.as_ptr() as usize - base;
+                    let end = start + t.len();
+                    // A non-ASCII token the scanner vouches for as alphanumeric with 3 bytes is one
+                    // ideograph (`scan_words`), so Han; anything else is decoded.
+                    let single_han = if alnum && t.len() == 3 && t.as_bytes()[0] >= 0x80 {
+                        true
+                    } else {
+                        let mut chars = t.chars();
+                        matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c))
+                    };
+                    if single_han {
+                        match run.last {
+                            Some((last_start, last_end, last_alnum)) if last_end == start => {
+                                // A pair is alphanumeric if either character is.
+                                on_token(&normalized[last_start..end], last_alnum || alnum);
+                                run.paired = true;
+                            }
+                            _ => run.flush(normalized, &mut on_token),
+                        }
+                        run.last = Some((start, end, alnum));
+                    } else {
+                        run.flush(normalized, &mut on_token);
+                        on_token(t, alnum);
                     }
-                    run.token(normalized, &normalized[first..first + 3], true, &mut on_token);
-                    let last = end - 3;
-                    for p in (first + 3..last).step_by(3) {
-                        on_token(&normalized[p - 3..p + 3], true);
-                        run.paired = true;
-                    }
-                    run.last = Some((last - 3, last, true));
-                    pos = last;
-                }
+                });
                 run.flush(normalized, &mut on_token);
             }
             // A tokenizer added later never gets here: `fast_path_supports` sends it to the reference.
@@ -2215,44 +2156,6 @@ mod tests {
             }
             let expected = (n > 1 && !few.is_empty()).then(|| joined(few));
             assert_eq!(short.finish(), expected, "n = {n}, {} characters", few.len());
-        }
-    }
-
-    /// The bigram features of the paired ideograph runs against the reference's: runs of every
-    /// length next to what can end or join them (an Extend, Format or ZWJ character after an
-    /// ideograph keeps it out of a pair; an ideograph of U+3400–U+4DBF or U+4E00–U+4FFF, a hexagram
-    /// of U+4DC0–U+4DFF (E4 B7, just below the ideographs), a
-    /// compatibility ideograph, punctuation, Latin letters, Hangul).
-    #[test]
-    fn ideograph_runs_pair_as_the_reference_does() {
-        let pieces: &[&str] = &[
-            "我", "们", "去", "北京", "一", "丁", "乙", "亿", "鿿", "龥", "㐀", "䶵", "豈", "\u{301}",
-            "\u{3099}", "\u{200D}", "\u{200B}", "\u{FE0F}", "\u{302A}", "䷀", "。", "，", "、", " ", "a",
-            "ab", "1", "\n", "한", "ア", "😀", "的", "了", "是",
-        ];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let chunkings = [Chunking::default(), Chunking { target: 4, limit: 8 }];
-        for (stopwords, chunking) in [(false, chunkings[0]), (true, chunkings[0]), (true, chunkings[1])] {
-            let options = Options::parse_with_fold("bigram", 1, "tf", stopwords, "none").unwrap();
-            for round in 0..20_000 {
-                let len = (next() % 14) as usize;
-                let text: String = (0..len)
-                    .map(|_| pieces[(next() % pieces.len() as u64) as usize])
-                    .collect();
-                assert_eq!(
-                    feature_hashes(&text, &options, chunking),
-                    Some(crate::fingerprint::reference_feature_hashes(
-                        &text, &options, chunking
-                    )),
-                    "round {round}: {text:?}"
-                );
-            }
         }
     }
 
