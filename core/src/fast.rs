@@ -2159,6 +2159,44 @@ mod tests {
         }
     }
 
+    /// The bigram features of ideograph runs against the reference's: runs of every length next
+    /// to what can end or join them (an Extend, Format or ZWJ character after an
+    /// ideograph keeps it out of a pair; an ideograph of U+3400–U+4DBF or U+4E00–U+4FFF, a hexagram
+    /// of U+4DC0–U+4DFF (E4 B7, just below the ideographs), a
+    /// compatibility ideograph, punctuation, Latin letters, Hangul).
+    #[test]
+    fn bigram_runs_pair_as_the_reference_does() {
+        let pieces: &[&str] = &[
+            "我", "们", "去", "北京", "一", "丁", "乙", "亿", "鿿", "龥", "㐀", "䶵", "豈", "\u{301}",
+            "\u{3099}", "\u{200D}", "\u{200B}", "\u{FE0F}", "\u{302A}", "䷀", "。", "，", "、", " ", "a",
+            "ab", "1", "\n", "한", "ア", "😀", "的", "了", "是",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let chunkings = [Chunking::default(), Chunking { target: 4, limit: 8 }];
+        for (stopwords, chunking) in [(false, chunkings[0]), (true, chunkings[0]), (true, chunkings[1])] {
+            let options = Options::parse_with_fold("bigram", 1, "tf", stopwords, "none").unwrap();
+            for round in 0..20_000 {
+                let len = (next() % 14) as usize;
+                let text: String = (0..len)
+                    .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                    .collect();
+                assert_eq!(
+                    feature_hashes(&text, &options, chunking),
+                    Some(crate::fingerprint::reference_feature_hashes(
+                        &text, &options, chunking
+                    )),
+                    "round {round}: {text:?}"
+                );
+            }
+        }
+    }
+
     /// `jieba_tokens` against jieba-rs itself: random strings over the characters that decide its
     /// blocks (letters, digits, `+#&._%-`, spaces, line breaks, punctuation, ideographs, other
     /// letters, an emoji), and the words of its dictionary made of them (all of its words with
