@@ -2159,6 +2159,24 @@ mod tests {
         }
     }
 
+    /// Random strings: fewer than `max_pieces` of `pieces` joined, drawn by an xorshift64
+    /// generator from `seed` (the same strings on every run).
+    fn random_joins<'p>(pieces: &'p [&'p str], seed: u64, max_pieces: u64) -> impl FnMut() -> String + 'p {
+        let mut state = seed;
+        move || {
+            let mut next = || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let len = next() % max_pieces;
+            (0..len)
+                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                .collect()
+        }
+    }
+
     /// The bigram features of ideograph runs against the reference's: runs of every length next
     /// to what can end or join them (an Extend, Format or ZWJ character after an
     /// ideograph keeps it out of a pair; an ideograph of U+3400–U+4DBF or U+4E00–U+4FFF, a hexagram
@@ -2171,21 +2189,12 @@ mod tests {
             "\u{3099}", "\u{200D}", "\u{200B}", "\u{FE0F}", "\u{302A}", "䷀", "。", "，", "、", " ", "a",
             "ab", "1", "\n", "한", "ア", "😀", "的", "了", "是",
         ];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut texts = random_joins(pieces, 0x2545_f491_4f6c_dd1d, 14);
         let chunkings = [Chunking::default(), Chunking { target: 4, limit: 8 }];
         for (stopwords, chunking) in [(false, chunkings[0]), (true, chunkings[0]), (true, chunkings[1])] {
             let options = Options::parse_with_fold("bigram", 1, "tf", stopwords, "none").unwrap();
             for round in 0..20_000 {
-                let len = (next() % 14) as usize;
-                let text: String = (0..len)
-                    .map(|_| pieces[(next() % pieces.len() as u64) as usize])
-                    .collect();
+                let text = texts();
                 assert_eq!(
                     feature_hashes(&text, &options, chunking),
                     Some(crate::fingerprint::reference_feature_hashes(
@@ -2264,18 +2273,9 @@ mod tests {
             "style",
             "号",
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut texts = random_joins(pieces, 0x9e37_79b9_7f4a_7c15, 12);
         for round in 0..40_000 {
-            let len = (next() % 12) as usize;
-            let text: String = (0..len)
-                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
-                .collect();
+            let text = texts();
             let expected: Vec<&str> = jieba().cut(&text, true).iter().map(|t| t.word).collect();
             let mut got = Vec::new();
             jieba_tokens(&text, |t| got.push(t));
