@@ -32,8 +32,6 @@ use unicode_segmentation::UnicodeSegmentation;
 use crate::error::{memory_low, OutOfMemory};
 use crate::fold::simplified_char;
 use crate::hash::{fmix64, Fnv1a64};
-use crate::idf::idf_v2;
-use crate::idf::IdfTable;
 use crate::normalize::{chunks, normalize, Chunking};
 use crate::options::{Fold, Options, Tokenizer, Weighting};
 #[cfg(test)]
@@ -1669,16 +1667,6 @@ fn logtf_fingerprint(counts: &TermCounts) -> Option<u64> {
     Some(fp)
 }
 
-fn grow_set(s: &mut HashSet<u64, PassBuild>) -> Result<(), OutOfMemory> {
-    if memory_low() {
-        return Err(OutOfMemory { features: s.len() });
-    }
-    if s.len() == s.capacity() {
-        s.try_reserve(1).map_err(|_| OutOfMemory { features: s.len() })?;
-    }
-    Ok(())
-}
-
 /// The hash of every feature of `text`, in order and with repeats, by the fast path (`None` when
 /// [`fast_path_supports`] says no): compared with
 /// [`crate::fingerprint::reference_feature_hashes`] by the differential test.
@@ -1728,7 +1716,7 @@ fn run(
             let mut counts = SwarCounts::new();
             let mut seen: HashSet<u64, PassBuild> = HashSet::default();
             for_each_feature_hash(text, options, chunking, interrupt, |h, _| {
-                grow_set(&mut seen)?;
+                crate::fingerprint::grow_set(&mut seen)?;
                 if seen.insert(h) {
                     counts.add(h);
                 }
@@ -1773,22 +1761,9 @@ fn run_float(
         let i = match index.get(&h) {
             Some(&i) => i,
             None => {
-                if memory_low() {
-                    return Err(OutOfMemory {
-                        features: distinct.len(),
-                    });
-                }
-                index.try_reserve(1).map_err(|_| OutOfMemory {
-                    features: index.len(),
-                })?;
-                distinct.try_reserve(1).map_err(|_| OutOfMemory {
-                    features: distinct.len(),
-                })?;
-                let idf = match weighting {
-                    Weighting::TfIdf => IdfTable::get().idf(token.unwrap_or_default()),
-                    Weighting::LogTfIdf => idf_v2(token.unwrap_or_default()),
-                    _ => 1.0,
-                };
+                crate::fingerprint::grow_map(&mut index)?;
+                crate::fingerprint::grow_vec(&mut distinct)?;
+                let idf = crate::fingerprint::token_idf(weighting, token.unwrap_or_default());
                 distinct.push((h, 0, idf));
                 index.insert(h, distinct.len() - 1);
                 distinct.len() - 1

@@ -1,7 +1,7 @@
 //! The SimHash fingerprint (SPEC §2 steps 4–9): shingles, weights, accumulation, sign.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 
 use crate::error::{memory_low, OutOfMemory};
 use crate::fold::to_simplified;
@@ -101,7 +101,7 @@ impl FeatureRef<'_> {
 
 /// Makes room for one more element in a vector that grows with the number of distinct features,
 /// reporting an allocation failure instead of aborting.
-fn grow_vec<T>(v: &mut Vec<T>) -> Result<(), OutOfMemory> {
+pub(crate) fn grow_vec<T>(v: &mut Vec<T>) -> Result<(), OutOfMemory> {
     if memory_low() {
         return Err(OutOfMemory { features: v.len() });
     }
@@ -111,7 +111,7 @@ fn grow_vec<T>(v: &mut Vec<T>) -> Result<(), OutOfMemory> {
     Ok(())
 }
 
-fn grow_map<K: Eq + Hash, V>(m: &mut HashMap<K, V>) -> Result<(), OutOfMemory> {
+pub(crate) fn grow_map<K: Eq + Hash, V, S: BuildHasher>(m: &mut HashMap<K, V, S>) -> Result<(), OutOfMemory> {
     if memory_low() {
         return Err(OutOfMemory { features: m.len() });
     }
@@ -121,7 +121,7 @@ fn grow_map<K: Eq + Hash, V>(m: &mut HashMap<K, V>) -> Result<(), OutOfMemory> {
     Ok(())
 }
 
-fn grow_set<K: Eq + Hash>(s: &mut HashSet<K>) -> Result<(), OutOfMemory> {
+pub(crate) fn grow_set<K: Eq + Hash, S: BuildHasher>(s: &mut HashSet<K, S>) -> Result<(), OutOfMemory> {
     if memory_low() {
         return Err(OutOfMemory { features: s.len() });
     }
@@ -444,7 +444,7 @@ impl EdgeSums {
 }
 
 /// The IDF factor of one token under a float weighting (1 for `'logtf'`).
-fn token_idf(weighting: Weighting, token: &str) -> f64 {
+pub(crate) fn token_idf(weighting: Weighting, token: &str) -> f64 {
     match weighting {
         Weighting::TfIdf => IdfTable::get().idf(token),
         Weighting::LogTfIdf => idf_v2(token),
