@@ -941,6 +941,17 @@ fn token_hash(token: &str) -> u64 {
     fmix64(h.finish())
 }
 
+/// The check of `keep` on one decoded character (a `'char'` token), without the Unicode tables
+/// for ASCII and ideographs.
+#[inline]
+fn char_is_alnum(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_alphanumeric()
+    } else {
+        is_ideograph(c) || c.is_alphanumeric()
+    }
+}
+
 /// Whether jieba keeps the ASCII byte `b` inside its blocks of text to segment (its default
 /// character class: ASCII letters and digits, `+#&._%-`, and the CJK ideographs).
 #[inline]
@@ -1216,15 +1227,6 @@ fn for_each_feature_hash(
                     return;
                 }
                 Some(h)
-            } else if char_shingles {
-                // One character a token.
-                let Some(c) = token.chars().next() else {
-                    return;
-                };
-                if stopwords && stops.contains_char(c, token) {
-                    return;
-                }
-                char_ring.push(c)
             } else if stopwords && stops.contains(token_hash(token), token) {
                 return;
             } else {
@@ -1244,12 +1246,9 @@ fn for_each_feature_hash(
             // tokens of any length (the same checks: alphanumeric, not a stop word).
             Tokenizer::Char if !single => {
                 for (i, c) in normalized.char_indices() {
-                    let alnum = if c.is_ascii() {
-                        c.is_ascii_alphanumeric()
-                    } else {
-                        is_ideograph(c) || c.is_alphanumeric()
-                    };
-                    if !alnum || (stopwords && stops.contains_char(c, &normalized[i..i + c.len_utf8()])) {
+                    if !char_is_alnum(c)
+                        || (stopwords && stops.contains_char(c, &normalized[i..i + c.len_utf8()]))
+                    {
                         continue;
                     }
                     if let Some(h) = char_ring.push(c) {
@@ -1259,14 +1258,7 @@ fn for_each_feature_hash(
             }
             Tokenizer::Char => {
                 for (i, c) in normalized.char_indices() {
-                    // The check of `keep` on the decoded character, without the Unicode tables
-                    // for ASCII and ideographs.
-                    let alnum = if c.is_ascii() {
-                        c.is_ascii_alphanumeric()
-                    } else {
-                        is_ideograph(c) || c.is_alphanumeric()
-                    };
-                    if alnum {
+                    if char_is_alnum(c) {
                         on_token(&normalized[i..i + c.len_utf8()], true);
                     }
                 }
