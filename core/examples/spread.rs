@@ -346,6 +346,25 @@ mod proto {
         }
     }
 
+    /// The number of texts, then `hash<TAB>texts containing it` for every hash that `hashes`
+    /// gives for some text (counted once per text): the format `Df::load` reads.
+    fn frequencies(docs: &[&str], mut hashes: impl FnMut(&str) -> Vec<u64>) -> String {
+        let mut counts: HashMap<u64, u32> = HashMap::new();
+        for d in docs {
+            let mut seen = hashes(d);
+            seen.sort_unstable();
+            seen.dedup();
+            for h in seen {
+                *counts.entry(h).or_default() += 1;
+            }
+        }
+        let mut out = format!("{}\n", docs.len());
+        for (h, n) in counts {
+            out.push_str(&format!("{h}\t{n}\n"));
+        }
+        out
+    }
+
     impl Spec {
         pub fn parse(s: &str) -> Spec {
             let mut p = Spec {
@@ -412,13 +431,7 @@ mod proto {
         fn distinct(&self, text: &str) -> Vec<(String, f64, f64, f64)> {
             let norm = to_simplified(&normalize(text));
             let len = norm.len().max(1) as f64;
-            // Kept tokens with their byte offsets.
-            let mut tokens: Vec<(&str, usize)> = Vec::new();
-            for_each_token(&norm, self.tok, |t| {
-                if keep(t, false) {
-                    tokens.push((t, t.as_ptr() as usize - norm.as_ptr() as usize));
-                }
-            });
+            let mut tokens = self.kept_tokens(&norm);
             if let Some(bp) = &self.bp {
                 // Drop every token that a window found in at least `bp_min` texts covers.
                 let mut covered = vec![false; tokens.len()];
@@ -516,44 +529,31 @@ mod proto {
                 .collect()
         }
 
+        /// The kept tokens of a normalized text with their byte offsets.
+        fn kept_tokens<'n>(&self, norm: &'n str) -> Vec<(&'n str, usize)> {
+            let mut tokens = Vec::new();
+            for_each_token(norm, self.tok, |t| {
+                if keep(t, false) {
+                    tokens.push((t, t.as_ptr() as usize - norm.as_ptr() as usize));
+                }
+            });
+            tokens
+        }
+
         /// `bpdf` mode: in how many of `docs` each window of `bp_window` kept tokens occurs.
         pub fn window_frequencies(&self, docs: &[&str]) -> String {
-            let mut counts: HashMap<u64, u32> = HashMap::new();
-            for d in docs {
+            frequencies(docs, |d| {
                 let norm = to_simplified(&normalize(d));
-                let mut tokens: Vec<(&str, usize)> = Vec::new();
-                for_each_token(&norm, self.tok, |t| {
-                    if keep(t, false) {
-                        tokens.push((t, 0));
-                    }
-                });
-                let mut seen: Vec<u64> = self.windows(&tokens).into_iter().map(|(_, h)| h).collect();
-                seen.sort_unstable();
-                seen.dedup();
-                for h in seen {
-                    *counts.entry(h).or_default() += 1;
-                }
-            }
-            let mut out = format!("{}\n", docs.len());
-            for (h, n) in counts {
-                out.push_str(&format!("{h}\t{n}\n"));
-            }
-            out
+                let tokens = self.kept_tokens(&norm);
+                self.windows(&tokens).into_iter().map(|(_, h)| h).collect()
+            })
         }
 
         /// `df` mode: in how many of `docs` each feature occurs.
         pub fn document_frequencies(&self, docs: &[&str]) -> String {
-            let mut counts: HashMap<u64, u32> = HashMap::new();
-            for d in docs {
-                for (f, ..) in self.distinct(d) {
-                    *counts.entry(feature_hash(&f)).or_default() += 1;
-                }
-            }
-            let mut out = format!("{}\n", docs.len());
-            for (h, n) in counts {
-                out.push_str(&format!("{h}\t{n}\n"));
-            }
-            out
+            frequencies(docs, |d| {
+                self.distinct(d).iter().map(|(f, ..)| feature_hash(f)).collect()
+            })
         }
 
         /// The factor of a feature's weight from its document frequency: with `dfcut=P`, `dflow`
