@@ -490,7 +490,37 @@ pub fn for_each_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
 /// (`true`: a letter-or-digit run of the scanner or an ideograph; `false`: not known, a token of
 /// unicode-segmentation or one starting with `_`).
 #[inline]
-fn scan_words<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
+fn scan_words<'t>(text: &'t str, f: impl FnMut(&'t str, bool)) {
+    scan_words_into(text, &mut EachWord(f));
+}
+
+/// What [`scan_words_into`] reports: every token as [`Words::word`], except that an ideograph the
+/// scanner's run loop confirms comes as [`Words::ideograph`], by its position, so that a
+/// tokenizer can take the common case of Chinese text without looking at the token again.
+trait Words<'t> {
+    /// A token, and whether it is known to hold an alphanumeric character (see [`scan_words`]).
+    fn word(&mut self, token: &'t str, alnum: bool);
+
+    /// One ideograph of [`is_ideograph`], `text[p..p + 3]`, a token of its own: `word(…, true)`.
+    #[inline(always)]
+    fn ideograph(&mut self, text: &'t str, p: usize) {
+        self.word(&text[p..p + 3], true);
+    }
+}
+
+/// [`Words`] for a closure that takes every token alike.
+struct EachWord<F>(F);
+
+impl<'t, F: FnMut(&'t str, bool)> Words<'t> for EachWord<F> {
+    #[inline(always)]
+    fn word(&mut self, token: &'t str, alnum: bool) {
+        (self.0)(token, alnum);
+    }
+}
+
+/// [`scan_words`] into a [`Words`].
+#[inline(always)]
+fn scan_words_into<'t>(text: &'t str, w: &mut impl Words<'t>) {
     let bytes = text.as_bytes();
     let mut p = 0;
     while p < bytes.len() {
@@ -509,10 +539,9 @@ fn scan_words<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
                             _ => break, // unknown: `scan_one` below bails out at p
                         },
                     };
+                    // An ideograph is three bytes (U+3400–U+9FFF).
                     if is_ideograph(c) {
-                        if let Some(token) = text.get(p..end) {
-                            f(token, true);
-                        }
+                        w.ideograph(text, p);
                     }
                     p = end;
                     match next {
@@ -528,13 +557,13 @@ fn scan_words<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
         match scan_one(text, p) {
             Some((end, emit)) => {
                 if emit {
-                    f(&text[p..end], bytes[p] != b'_');
+                    w.word(&text[p..end], bytes[p] != b'_');
                 }
                 p = end;
             }
             None => {
                 let r = next_anchor(text, p);
-                text[p..r].split_word_bounds().for_each(|t| f(t, false));
+                text[p..r].split_word_bounds().for_each(|t| w.word(t, false));
                 p = r;
             }
         }
@@ -941,6 +970,16 @@ fn token_hash(token: &str) -> u64 {
     fmix64(h.finish())
 }
 
+/// [`token_hash`] of a token of `N` bytes, the loop unrolled for that length.
+#[inline(always)]
+fn bytes_hash<const N: usize>(bytes: &[u8; N]) -> u64 {
+    let mut h = Fnv1a64::default();
+    for &b in bytes {
+        h.write_u8(b);
+    }
+    fmix64(h.finish())
+}
+
 /// The check of `keep` on one decoded character (a `'char'` token), without the Unicode tables
 /// for ASCII and ideographs.
 #[inline]
@@ -1078,13 +1117,143 @@ struct HanRun {
 impl HanRun {
     /// Ends the run: a run of one character gives that character.
     #[inline]
-    fn flush(&mut self, text: &str, on_token: &mut impl FnMut(&str, bool)) {
+    fn flush<S: Sink>(&mut self, text: &str, keeper: &mut Keeper<S>) {
         if let Some((start, end, alnum)) = self.last.take() {
             if !self.paired {
-                on_token(&text[start..end], alnum);
+                keeper.token(&text[start..end], alnum);
             }
         }
         self.paired = false;
+    }
+}
+
+/// `han_bigrams` of the reference over the scanner's tokens, as a [`Words`]. A run of single-Han-
+/// character tokens is broken by any token between them, kept or not; the scanner leaves some
+/// tokens out (spaces, line breaks, punctuation), but tokens tile the text, so two of them are
+/// neighbours iff one ends where the other starts.
+struct Bigrams<'k, 't, S> {
+    text: &'t str,
+    run: HanRun,
+    keeper: &'k mut Keeper<S>,
+}
+
+impl<'t, S: Sink> Words<'t> for Bigrams<'_, 't, S> {
+    #[inline]
+    fn word(&mut self, t: &'t str, alnum: bool) {
+        let start = t.as_ptr() as usize - self.text.as_ptr() as usize;
+        let end = start + t.len();
+        // A non-ASCII token the scanner vouches for as alphanumeric with 3 bytes is one ideograph
+        // (`scan_words`), so Han; anything else is decoded.
+        let single_han = if alnum && t.len() == 3 && t.as_bytes()[0] >= 0x80 {
+            true
+        } else {
+            let mut chars = t.chars();
+            matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c))
+        };
+        if single_han {
+            match self.run.last {
+                Some((last_start, last_end, last_alnum)) if last_end == start => {
+                    // A pair is alphanumeric if either character is.
+                    self.keeper
+                        .token(&self.text[last_start..end], last_alnum || alnum);
+                    self.run.paired = true;
+                }
+                _ => self.run.flush(self.text, self.keeper),
+            }
+            self.run.last = Some((start, end, alnum));
+        } else {
+            self.run.flush(self.text, self.keeper);
+            self.keeper.token(t, alnum);
+        }
+    }
+
+    /// [`Self::word`] for an ideograph (alphanumeric, Han): after another ideograph, the pair's
+    /// six bytes are hashed here.
+    #[inline(always)]
+    fn ideograph(&mut self, text: &'t str, p: usize) {
+        match self.run.last {
+            Some((last_start, last_end, _)) if last_end == p => {
+                let pair = &text[last_start..p + 3];
+                match pair.as_bytes() {
+                    &[a, b, c, d, e, f] if self.keeper.single => {
+                        self.keeper.hashed(bytes_hash(&[a, b, c, d, e, f]), pair);
+                    }
+                    _ => self.keeper.token(pair, true),
+                }
+                self.run.paired = true;
+            }
+            _ => self.run.flush(self.text, self.keeper),
+        }
+        self.run.last = Some((p, p + 3, true));
+    }
+}
+
+/// The tokens of the 'word' tokenizer, as a [`Words`]: an ideograph's three bytes are hashed here.
+struct Unigrams<'k, S>(&'k mut Keeper<S>);
+
+impl<'t, S: Sink> Words<'t> for Unigrams<'_, S> {
+    #[inline(always)]
+    fn word(&mut self, t: &'t str, alnum: bool) {
+        self.0.token(t, alnum);
+    }
+
+    #[inline(always)]
+    fn ideograph(&mut self, text: &'t str, p: usize) {
+        let token = &text[p..p + 3];
+        match token.as_bytes() {
+            &[a, b, c] if self.0.single => self.0.hashed(bytes_hash(&[a, b, c]), token),
+            _ => self.0.token(token, true),
+        }
+    }
+}
+
+/// Where the features go: `sink(hash, token)`, the token given for `shingle = 1` only.
+trait Sink: FnMut(u64, Option<&str>) -> Result<(), OutOfMemory> {}
+
+impl<F: FnMut(u64, Option<&str>) -> Result<(), OutOfMemory>> Sink for F {}
+
+/// Steps 3–6 for the tokens of a tokenizer: `keep` (alphanumeric, not a stop word), shingles, the
+/// feature hash, into the sink; the first error of the sink is kept and ends the chunk.
+struct Keeper<S> {
+    sink: S,
+    stops: &'static StopHashes,
+    stopwords: bool,
+    single: bool,
+    ring: Ring,
+    failed: Option<OutOfMemory>,
+}
+
+impl<S: Sink> Keeper<S> {
+    /// One token; `alnum` says it is known to hold an alphanumeric character.
+    #[inline(always)]
+    fn token(&mut self, token: &str, alnum: bool) {
+        if self.failed.is_some() || !(alnum || has_alnum(token)) {
+            return;
+        }
+        // `keep_fast`, with the stop words looked up by the hash that a single token needs anyway.
+        if self.single {
+            self.hashed(token_hash(token), token);
+        } else if !(self.stopwords && self.stops.contains(token_hash(token), token)) {
+            if let Some(h) = self.ring.push(token) {
+                self.emit(h, None);
+            }
+        }
+    }
+
+    /// One alphanumeric token of `shingle = 1` whose [`token_hash`] is `h`.
+    #[inline(always)]
+    fn hashed(&mut self, h: u64, token: &str) {
+        if self.failed.is_some() || (self.stopwords && self.stops.contains(h, token)) {
+            return;
+        }
+        self.emit(h, Some(token));
+    }
+
+    #[inline(always)]
+    fn emit(&mut self, h: u64, token: Option<&str>) {
+        if let Err(e) = (self.sink)(h, token) {
+            self.failed = Some(e);
+        }
     }
 }
 
@@ -1181,19 +1350,22 @@ fn for_each_feature_hash(
     options: &Options,
     chunking: Chunking,
     interrupt: &mut dyn FnMut(),
-    mut sink: impl FnMut(u64, Option<&str>) -> Result<(), OutOfMemory>,
+    sink: impl FnMut(u64, Option<&str>) -> Result<(), OutOfMemory>,
 ) -> Result<(), OutOfMemory> {
-    let mut ring = Ring::new(options);
+    let mut keeper = Keeper {
+        sink,
+        stops: StopHashes::get(),
+        stopwords: options.stopwords,
+        single: options.shingle == 1,
+        ring: Ring::new(options),
+        failed: None,
+    };
     // 'char' shingles (tokens of one character, joined by ""): a ring of characters.
     let char_shingles = options.tokenizer == Tokenizer::Char;
     let mut char_ring = CharRing::new(options.shingle);
     let mut buf = String::new();
     let mut folded = String::new();
     let fold = options.fold == Fold::Simplified;
-    let mut failed: Option<OutOfMemory> = None;
-    let stopwords = options.stopwords;
-    let single = options.shingle == 1;
-    let stops = StopHashes::get();
     for chunk in chunks(text, chunking) {
         interrupt();
         if memory_low() {
@@ -1216,104 +1388,55 @@ fn for_each_feature_hash(
         } else {
             normalized
         };
-        let mut on_token = |token: &str, alnum: bool| {
-            if failed.is_some() || !(alnum || has_alnum(token)) {
-                return;
-            }
-            // `keep_fast`, with the stop words looked up by the hash that a single token needs anyway.
-            let pushed = if single {
-                let h = token_hash(token);
-                if stopwords && stops.contains(h, token) {
-                    return;
-                }
-                Some(h)
-            } else if stopwords && stops.contains(token_hash(token), token) {
-                return;
-            } else {
-                ring.push(token)
-            };
-            let result = match pushed {
-                Some(h) => sink(h, single.then_some(token)),
-                None => Ok(()),
-            };
-            if let Err(e) = result {
-                failed = Some(e);
-            }
-        };
         match options.tokenizer {
-            Tokenizer::Word => scan_words(normalized, &mut on_token),
-            // Shingles of characters: straight into the ring, without `on_token`'s steps for
+            Tokenizer::Word => scan_words_into(normalized, &mut Unigrams(&mut keeper)),
+            // Shingles of characters: straight into the ring, without the keeper's steps for
             // tokens of any length (the same checks: alphanumeric, not a stop word).
-            Tokenizer::Char if !single => {
+            Tokenizer::Char if !keeper.single => {
                 for (i, c) in normalized.char_indices() {
                     if !char_is_alnum(c)
-                        || (stopwords && stops.contains_char(c, &normalized[i..i + c.len_utf8()]))
+                        || (keeper.stopwords
+                            && keeper.stops.contains_char(c, &normalized[i..i + c.len_utf8()]))
                     {
                         continue;
                     }
                     if let Some(h) = char_ring.push(c) {
-                        sink(h, None)?;
+                        (keeper.sink)(h, None)?;
                     }
                 }
             }
             Tokenizer::Char => {
                 for (i, c) in normalized.char_indices() {
                     if char_is_alnum(c) {
-                        on_token(&normalized[i..i + c.len_utf8()], true);
+                        keeper.token(&normalized[i..i + c.len_utf8()], true);
                     }
                 }
             }
-            Tokenizer::Jieba => jieba_tokens(normalized, |token| on_token(token, false)),
+            Tokenizer::Jieba => jieba_tokens(normalized, |token| keeper.token(token, false)),
             Tokenizer::Bigram => {
-                // `han_bigrams` of the reference over the scanner's tokens. A run of single-Han-
-                // character tokens is broken by any token between them, kept or not; the scanner
-                // leaves some tokens out (spaces, line breaks, punctuation), but tokens tile the
-                // text, so two of them are neighbours iff one ends where the other starts.
-                let base = normalized.as_ptr() as usize;
-                let mut run = HanRun::default();
-                scan_words(normalized, |t, alnum| {
-                    let start = t.as_ptr() as usize - base;
-                    let end = start + t.len();
-                    // A non-ASCII token the scanner vouches for as alphanumeric with 3 bytes is one
-                    // ideograph (`scan_words`), so Han; anything else is decoded.
-                    let single_han = if alnum && t.len() == 3 && t.as_bytes()[0] >= 0x80 {
-                        true
-                    } else {
-                        let mut chars = t.chars();
-                        matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c))
-                    };
-                    if single_han {
-                        match run.last {
-                            Some((last_start, last_end, last_alnum)) if last_end == start => {
-                                // A pair is alphanumeric if either character is.
-                                on_token(&normalized[last_start..end], last_alnum || alnum);
-                                run.paired = true;
-                            }
-                            _ => run.flush(normalized, &mut on_token),
-                        }
-                        run.last = Some((start, end, alnum));
-                    } else {
-                        run.flush(normalized, &mut on_token);
-                        on_token(t, alnum);
-                    }
-                });
-                run.flush(normalized, &mut on_token);
+                let mut bigrams = Bigrams {
+                    text: normalized,
+                    run: HanRun::default(),
+                    keeper: &mut keeper,
+                };
+                scan_words_into(normalized, &mut bigrams);
+                bigrams.run.flush(normalized, bigrams.keeper);
             }
             // A tokenizer added later never gets here: `fast_path_supports` sends it to the reference.
             #[allow(unreachable_patterns)]
             _ => {}
         }
-        if let Some(e) = failed {
+        if let Some(e) = keeper.failed.take() {
             return Err(e);
         }
     }
     let last = if char_shingles {
         char_ring.finish()
     } else {
-        ring.finish()
+        keeper.ring.finish()
     };
     if let Some(h) = last {
-        sink(h, None)?;
+        (keeper.sink)(h, None)?;
     }
     Ok(())
 }
