@@ -554,6 +554,31 @@ fn scan_words_into<'t>(text: &'t str, w: &mut impl Words<'t>) {
                 }
             }
         }
+        // The two commonest ASCII tokens without `scan_one`'s dispatch: a run of letters, digits
+        // and '_' followed by a space or the end (a space is no MidLetter, MidNum or Extend, so
+        // the word ends there, as in `scan_one`), and a run of spaces followed by ASCII or the end
+        // (left out, as `scan_one` leaves it out).
+        let b = bytes[p];
+        if is_word_byte(b) {
+            let mut j = p + 1;
+            while j < bytes.len() && is_word_byte(bytes[j]) {
+                j += 1;
+            }
+            if bytes.get(j).is_none_or(|&n| n == b' ') {
+                w.word(&text[p..j], b != b'_');
+                p = j;
+                continue;
+            }
+        } else if b == b' ' {
+            let mut j = p + 1;
+            while j < bytes.len() && bytes[j] == b' ' {
+                j += 1;
+            }
+            if bytes.get(j).is_none_or(|&n| n < 0x80) {
+                p = j;
+                continue;
+            }
+        }
         match scan_one(text, p) {
             Some((end, emit)) => {
                 if emit {
@@ -1116,7 +1141,7 @@ struct HanRun {
 
 impl HanRun {
     /// Ends the run: a run of one character gives that character.
-    #[inline]
+    #[inline(always)]
     fn flush<S: Sink>(&mut self, text: &str, keeper: &mut Keeper<S>) {
         if let Some((start, end, alnum)) = self.last.take() {
             if !self.paired {
@@ -1138,7 +1163,7 @@ struct Bigrams<'k, 't, S> {
 }
 
 impl<'t, S: Sink> Words<'t> for Bigrams<'_, 't, S> {
-    #[inline]
+    #[inline(always)]
     fn word(&mut self, t: &'t str, alnum: bool) {
         let start = t.as_ptr() as usize - self.text.as_ptr() as usize;
         let end = start + t.len();
