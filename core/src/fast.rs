@@ -8,7 +8,9 @@
 //!   may be cut before such a character.
 //! - **Word segmentation** ([`for_each_word`]) scans ASCII and CJK-ideograph runs itself, with the
 //!   UAX #29 rules that can apply there, and hands every other stretch of text, cut at positions
-//!   where UAX #29 always breaks, to `unicode-segmentation`.
+//!   where UAX #29 always breaks, to `unicode-segmentation`. It reports an ideograph by its
+//!   position (`Words::ideograph`), so that 'word' hashes it, and 'bigram' a pair of them, from
+//!   the bytes without the general per-token steps (`Keeper`).
 //! - **Shingles** are hashed from a ring of reused byte buffers: no string per window.
 //! - **Folding** (`fold => 'simplified'`) maps the normalized chunk through a dense table of
 //!   [`simplified_char`] over the BMP, copying nothing when no character changes.
