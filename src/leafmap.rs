@@ -56,66 +56,149 @@ const PROBES_BEFORE_MAP: u32 = 96;
 /// key) after which the list is read again: the index has grown since it was read.
 const MOVES_BEFORE_REREAD: u32 = 2;
 
+// What the reader reads of a page, as PostgreSQL declares it. The page header (`PageHeaderData`,
+// storage/bufpage.h), its line pointers (`ItemIdData`, storage/itemid.h) and index tuples
+// (`IndexTupleData`, access/itup.h) come from pgrx's bindings. Those bindings leave out
+// access/nbtree.h, so the B-tree's own declarations are repeated here with nbtree.h's names, sizes
+// and values: `BTPageOpaqueData`, `BTMetaPageData` and the constants below (checked identical in
+// PostgreSQL 14 to 18, see "Layouts" in the module documentation).
+
+/// `BTPageOpaqueData`: the special space at the end of every B-tree page.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct BTPageOpaqueData {
+    /// Left sibling, or `P_NONE` on the leftmost page of a level.
+    btpo_prev: pg_sys::BlockNumber,
+    /// Right sibling, or `P_NONE` on the rightmost page of a level.
+    btpo_next: pg_sys::BlockNumber,
+    /// 0 for leaves.
+    btpo_level: u32,
+    btpo_flags: u16,
+    btpo_cycleid: u16,
+}
+
+/// `BTMetaPageData`: the contents of block 0 (`BTREE_METAPAGE`), after its page header.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct BTMetaPageData {
+    btm_magic: u32,
+    btm_version: u32,
+    btm_root: pg_sys::BlockNumber,
+    btm_level: u32,
+    btm_fastroot: pg_sys::BlockNumber,
+    btm_fastlevel: u32,
+    btm_last_cleanup_num_delpages: u32,
+    btm_last_cleanup_num_heap_tuples: f64,
+    /// Whether deduplication (posting lists) may be used: never for an index with INCLUDE columns.
+    btm_allequalimage: bool,
+}
+
+// The sizes nbtree.h's declarations have on the 64-bit platforms pgrx supports.
+const _: () = assert!(std::mem::size_of::<BTPageOpaqueData>() == 16);
+const _: () = assert!(std::mem::size_of::<BTMetaPageData>() == 48);
+const _: () = assert!(std::mem::size_of::<pg_sys::IndexTupleData>() == 8);
+const _: () = assert!(std::mem::size_of::<pg_sys::ItemIdData>() == 4);
+const _: () = assert!(SIZE_OF_PAGE_HEADER_DATA == 24);
+
+const BTREE_METAPAGE: pg_sys::BlockNumber = 0;
 const BTREE_MAGIC: u32 = 0x053162;
-/// The first B-tree version with heap TIDs as key attribute (PostgreSQL 12).
-const BTREE_HEAPKEYSPACE_VERSION: u32 = 4;
+/// The only version read: heap TIDs are a key attribute and pivots say how many attributes they
+/// kept (PostgreSQL 12 and later; indexes built before 12 and carried over by pg_upgrade keep 2 or
+/// 3 until rebuilt, and are left to index scans).
+const BTREE_VERSION: u32 = 4;
 const BTP_LEAF: u16 = 1 << 0;
 const BTP_DELETED: u16 = 1 << 2;
+const BTP_META: u16 = 1 << 3;
 const BTP_HALF_DEAD: u16 = 1 << 4;
-const P_NONE: u32 = 0;
-const P_HIKEY: u16 = 1;
-const INDEX_NULL_MASK: u16 = 0x8000;
-const INDEX_ALT_TID_MASK: u16 = 0x2000;
+const P_NONE: pg_sys::BlockNumber = 0;
+/// The high key of a page that is not rightmost; its first item otherwise.
+const P_HIKEY: pg_sys::OffsetNumber = 1;
+/// The first item after the high key.
+const P_FIRSTKEY: pg_sys::OffsetNumber = 2;
+/// On a leaf item, that it is a posting list; on a pivot, that its TID's offset number holds its
+/// number of key attributes (`BT_OFFSET_MASK`) and status bits (`BT_IS_POSTING` among them).
+const INDEX_ALT_TID_MASK: u16 = pg_sys::INDEX_AM_RESERVED_BIT as u16;
 const BT_OFFSET_MASK: u16 = 0x0FFF;
-const PAGE_HEADER_SIZE: usize = 24;
+const BT_IS_POSTING: u16 = 0x2000;
+const INDEX_NULL_MASK: u16 = pg_sys::INDEX_NULL_MASK as u16;
+
 const BLOCK_SIZE: usize = pg_sys::BLCKSZ as usize;
+/// `SizeOfPageHeaderData`: where the line pointers start.
+const SIZE_OF_PAGE_HEADER_DATA: usize = std::mem::offset_of!(pg_sys::PageHeaderData, pd_linp);
+const LINE_POINTER_SIZE: usize = std::mem::size_of::<pg_sys::ItemIdData>();
+/// What `pd_pagesize_version` holds on a page of this build: the block size and layout version 4.
+const PAGE_SIZE_VERSION: u16 = (pg_sys::BLCKSZ | pg_sys::PG_PAGE_LAYOUT_VERSION) as u16;
+/// `pd_special` of a B-tree page: the opaque data fills the end of the block.
+const BTREE_SPECIAL: usize = BLOCK_SIZE - maxalign(std::mem::size_of::<BTPageOpaqueData>());
+/// `IndexInfoFindDataOffset`: where an index tuple's attributes start, without and with a null
+/// bitmap (`IndexAttributeBitMapData`, after the header, padded to `MAXALIGN`).
+const DATA_OFFSET: usize = maxalign(std::mem::size_of::<pg_sys::IndexTupleData>());
+const DATA_OFFSET_NULLS: usize = maxalign(
+    std::mem::size_of::<pg_sys::IndexTupleData>() + std::mem::size_of::<pg_sys::IndexAttributeBitMapData>(),
+);
+/// Where the second attribute (the bigint fingerprint, `typalign` 'd') starts after the first
+/// (the int4 band value): the tuple starts `MAXALIGN`ed, so alignment within it is alignment in
+/// memory.
+const FINGERPRINT_AFTER_KEY: usize = 8;
+
+const fn maxalign(len: usize) -> usize {
+    let align = pg_sys::MAXIMUM_ALIGNOF as usize;
+    (len + align - 1) & !(align - 1)
+}
 
 /// Keys as the B-tree orders them: a pivot's minus infinity, the integers, then NULL (the band
 /// indexes are ascending, nulls last).
 const MINUS_INFINITY: i64 = i64::MIN;
 const NULL_KEY: i64 = i64::MAX;
 
-/// `BTPageOpaqueData`, at the end of every B-tree page.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Opaque {
-    prev: u32,
-    next: u32,
-    level: u32,
-    flags: u16,
-    cycle: u16,
-}
-
-/// The first fields of `BTMetaPageData`, after the page header of block 0.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Meta {
-    magic: u32,
-    version: u32,
-    root: u32,
-    level: u32,
-}
-
 /// One index entry with the probed key: the fingerprint it includes and the heap row it points to.
 pub type Entry = (u64, pg_sys::ItemPointerData);
 
-/// A pinned and share-locked index page.
+/// A pinned and share-locked page of a band index: the only way this module reads a page's
+/// contents under a lock (the lock-free hints of [`prefetch`] aside).
+///
+/// It can only be built by [`Page::read`] and [`Page::read_recent`], which pin the buffer and take
+/// its share lock; [`Drop`] releases both. While it lives no other backend can change the bytes it
+/// reads (page changes take the exclusive lock; what a share-lock holder may set, an item's
+/// `LP_DEAD` hint and `BTP_HAS_GARBAGE`, is nothing read here), so its accessors are safe: each reads
+/// inside the page's `BLCKSZ` bytes and checks what it takes from the page (a line pointer's
+/// offset and length, a tuple's attribute offsets) before following it. Whether the page is the
+/// B-tree page the caller expects is the caller's to check, through [`Page::opaque`] and
+/// [`Page::meta`].
 struct Page {
     buffer: pg_sys::Buffer,
-    data: *const u8,
+    header: *const pg_sys::PageHeaderData,
+    /// Items on the page (`PageGetMaxOffsetNumber`), bounded so that their line pointers lie in it.
+    max_offset: pg_sys::OffsetNumber,
 }
 
 impl Page {
-    unsafe fn read(index: pg_sys::Relation, block: u32) -> Page {
+    /// # Safety
+    /// As [`Page::read_recent`].
+    unsafe fn read(index: pg_sys::Relation, block: pg_sys::BlockNumber) -> Page {
         Page::read_recent(index, block, &mut 0)
     }
 
-    /// Reads `block`, first trying the buffer it was in when last read (`recent`, 0 if none): a
-    /// pin without the lookup in the shared buffer mapping table when it is still there.
-    unsafe fn read_recent(index: pg_sys::Relation, block: u32, recent: &mut pg_sys::Buffer) -> Page {
+    /// Pins and share-locks `block` of `index`, first trying the buffer it was in when last read
+    /// (`recent`, 0 if none): a pin without the lookup in the shared buffer mapping table when it is
+    /// still there. `recent` is set to the buffer read.
+    ///
+    /// # Safety
+    /// `index` must be an open and locked index of a permanent or unlogged relation (its pages are
+    /// in shared buffers, never local ones); `block` must exist (else PostgreSQL raises an error);
+    /// `recent` must be 0 or a buffer number this function set for the same relation.
+    unsafe fn read_recent(
+        index: pg_sys::Relation,
+        block: pg_sys::BlockNumber,
+        recent: &mut pg_sys::Buffer,
+    ) -> Page {
         let buffer = if *recent != 0
-            && pg_sys::ReadRecentBuffer((*index).rd_node, pg_sys::ForkNumber::MAIN_FORKNUM, block, *recent)
-        {
+            && pg_sys::ReadRecentBuffer(
+                compat::rel_locator(index),
+                pg_sys::ForkNumber::MAIN_FORKNUM,
+                block,
+                *recent,
+            ) {
             *recent
         } else {
             *recent = pg_sys::ReadBufferExtended(
@@ -128,108 +211,224 @@ impl Page {
             *recent
         };
         pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_SHARE as i32);
-        // Shared buffers only: the callers refuse temporary relations (local buffers).
-        let data = pg_sys::BufferBlocks.add((buffer as usize - 1) * BLOCK_SIZE) as *const u8;
-        Page { buffer, data }
+        let header = pg_sys::BufferGetPage(buffer) as *const pg_sys::PageHeaderData;
+        let lower = usize::from(std::ptr::read(&raw const (*header).pd_lower)).min(BLOCK_SIZE);
+        let max_offset = (lower.saturating_sub(SIZE_OF_PAGE_HEADER_DATA) / LINE_POINTER_SIZE) as u16;
+        Page {
+            buffer,
+            header,
+            max_offset,
+        }
     }
 
-    fn u16_at(&self, offset: usize) -> u16 {
-        unsafe { std::ptr::read_unaligned(self.data.add(offset) as *const u16) }
-    }
-
-    /// The B-tree page trailer, or None for a page that is not a B-tree page of this layout.
-    fn opaque(&self) -> Option<Opaque> {
-        let special = self.u16_at(16) as usize;
-        let upper = self.u16_at(14);
-        (upper != 0 && special == BLOCK_SIZE - std::mem::size_of::<Opaque>())
-            .then(|| unsafe { std::ptr::read_unaligned(self.data.add(special) as *const Opaque) })
-    }
-
-    /// The page's LSN (`pd_lsn`, two 32-bit halves).
-    fn lsn(&self) -> u64 {
-        let (hi, lo) = unsafe {
+    /// `pd_upper`, `pd_special` and `pd_pagesize_version`: fields no share-lock holder changes.
+    fn bounds(&self) -> (u16, u16, u16) {
+        // SAFETY: the header lies at the start of the pinned, share-locked block.
+        unsafe {
             (
-                std::ptr::read_unaligned(self.data as *const u32),
-                std::ptr::read_unaligned(self.data.add(4) as *const u32),
+                std::ptr::read(&raw const (*self.header).pd_upper),
+                std::ptr::read(&raw const (*self.header).pd_special),
+                std::ptr::read(&raw const (*self.header).pd_pagesize_version),
+            )
+        }
+    }
+
+    /// The page's LSN. Through `BufferGetLSNAtomic`, not `PageGetLSN`: with data checksums or
+    /// `wal_log_hints` (checksums are on by default from PostgreSQL 18), a backend setting a hint
+    /// under a share lock may set the LSN meanwhile.
+    fn lsn(&self) -> u64 {
+        // SAFETY: the buffer is pinned.
+        unsafe { pg_sys::BufferGetLSNAtomic(self.buffer) }
+    }
+
+    /// The page's B-tree special space (`BTPageGetOpaque`), or None for a page that is new, of
+    /// another layout version or block size, or whose special space is not a `BTPageOpaqueData`.
+    fn opaque(&self) -> Option<BTPageOpaqueData> {
+        let (upper, special, size_version) = self.bounds();
+        (upper != 0 && size_version == PAGE_SIZE_VERSION && usize::from(special) == BTREE_SPECIAL).then(
+            || {
+                // SAFETY: the special space checked above is the block's last 16 bytes, at an
+                // offset aligned for the struct.
+                unsafe {
+                    std::ptr::read(
+                        self.header
+                            .cast::<u8>()
+                            .add(BTREE_SPECIAL)
+                            .cast::<BTPageOpaqueData>(),
+                    )
+                }
+            },
+        )
+    }
+
+    /// The metapage's contents (`BTPageGetMeta`), or None if this is not a B-tree metapage.
+    fn meta(&self) -> Option<BTMetaPageData> {
+        let opaque = self.opaque()?;
+        if opaque.btpo_flags & BTP_META == 0 {
+            return None;
+        }
+        // SAFETY: `PageGetContents`, MAXALIGNed after the header, holds the metadata on a page
+        // flagged BTP_META; the 48 bytes lie well inside the block.
+        let meta = unsafe {
+            std::ptr::read(
+                self.header
+                    .cast::<u8>()
+                    .add(maxalign(SIZE_OF_PAGE_HEADER_DATA))
+                    .cast::<BTMetaPageData>(),
             )
         };
-        (u64::from(hi) << 32) | u64::from(lo)
+        (meta.btm_magic == BTREE_MAGIC).then_some(meta)
     }
 
-    fn max_offset(&self) -> u16 {
-        let lower = self.u16_at(12) as usize;
-        (lower.saturating_sub(PAGE_HEADER_SIZE) / std::mem::size_of::<pg_sys::ItemIdData>()) as u16
+    fn max_offset(&self) -> pg_sys::OffsetNumber {
+        self.max_offset
     }
 
-    /// Where the line pointer of the item at `offset` (1-based) is.
-    fn line_pointer_address(&self, offset: u16) -> *const u8 {
-        unsafe {
-            self.data
-                .add(PAGE_HEADER_SIZE + (offset as usize - 1) * std::mem::size_of::<pg_sys::ItemIdData>())
-        }
+    /// Where the line pointer of item `offset` lies (`PageGetItemId`), if `1 <= offset <=
+    /// max_offset`.
+    fn line_pointer(&self, offset: pg_sys::OffsetNumber) -> Option<*const pg_sys::ItemIdData> {
+        (offset.wrapping_sub(1) < self.max_offset).then(|| {
+            // SAFETY: inside the line pointer array, which `max_offset` keeps inside the block.
+            unsafe { (*self.header).pd_linp.as_ptr().add(usize::from(offset) - 1) }
+        })
     }
 
-    /// The index tuple at `offset` (1-based).
-    fn tuple(&self, offset: u16) -> *const u8 {
-        unsafe {
-            let id = std::ptr::read_unaligned(self.line_pointer_address(offset) as *const pg_sys::ItemIdData);
-            self.data.add(id.lp_off() as usize)
-        }
+    /// The index tuple at `offset` (`PageGetItem`), or None if `offset` is not an item of the
+    /// page, or its line pointer does not place a whole `MAXALIGN`ed tuple of at least a header's
+    /// size inside the page.
+    fn tuple(&self, offset: pg_sys::OffsetNumber) -> Option<Tuple<'_>> {
+        // SAFETY: an aligned line pointer inside the block.
+        let id = unsafe { std::ptr::read(self.line_pointer(offset)?) };
+        let (at, len) = (id.lp_off() as usize, id.lp_len() as usize);
+        (at.is_multiple_of(pg_sys::MAXIMUM_ALIGNOF as usize)
+            && len >= std::mem::size_of::<pg_sys::IndexTupleData>()
+            && at + len <= BLOCK_SIZE)
+            .then(|| Tuple {
+                // SAFETY: `at < BLOCK_SIZE` from the check above.
+                data: unsafe { self.header.cast::<u8>().add(at).cast() },
+                len,
+                _page: std::marker::PhantomData,
+            })
+    }
+}
+
+/// `P_FIRSTDATAKEY`: the first item that is not the high key (a rightmost page has none).
+fn first_data_key(opaque: &BTPageOpaqueData) -> pg_sys::OffsetNumber {
+    if opaque.btpo_next == P_NONE {
+        P_HIKEY
+    } else {
+        P_FIRSTKEY
     }
 }
 
 impl Drop for Page {
     fn drop(&mut self) {
+        // SAFETY: the buffer was pinned and share-locked when this was built, once.
         unsafe { pg_sys::UnlockReleaseBuffer(self.buffer) };
     }
 }
 
-fn t_info(tuple: *const u8) -> u16 {
-    unsafe { std::ptr::read_unaligned(tuple.add(6) as *const u16) }
+/// An index tuple on a [`Page`], borrowed from it: `len` bytes from `data`, which is `MAXALIGN`ed,
+/// lie inside the page, `len` at least `size_of::<IndexTupleData>()`. Its accessors read only
+/// those bytes.
+///
+/// Layout (access/itup.h, nbtree.h): an `IndexTupleData` header (`t_tid`, then `t_info` holding the
+/// size, `INDEX_NULL_MASK` and `INDEX_ALT_TID_MASK`); with nulls, a 4-byte bitmap padded to 8
+/// bytes; then the attributes, each at its type's alignment. In a band index (int4 key INCLUDE
+/// int8 fingerprint) a leaf item is the key at the data offset and the fingerprint 8 bytes later,
+/// `t_tid` pointing to the heap row. A pivot (an internal page's item, or any page's high key) has
+/// `INDEX_ALT_TID_MASK` with the number of attributes it kept in `t_tid`'s offset number (0 for the
+/// minus infinity of an internal page's first item; included columns are always truncated away)
+/// and its child's block in `t_tid`'s block number; a leaf item with `INDEX_ALT_TID_MASK` is a
+/// posting list, which an index with INCLUDE columns never has.
+#[derive(Clone, Copy)]
+struct Tuple<'p> {
+    data: *const pg_sys::IndexTupleData,
+    len: usize,
+    _page: std::marker::PhantomData<&'p Page>,
 }
 
-/// Where the attributes of an index tuple start: after the 8-byte header, and its null bitmap
-/// padded to 8 bytes when it has one.
-fn data_offset(info: u16) -> usize {
-    if info & INDEX_NULL_MASK != 0 {
-        16
-    } else {
-        8
+impl Tuple<'_> {
+    fn header(self) -> pg_sys::IndexTupleData {
+        // SAFETY: the header is within `len` bytes, aligned (see the struct).
+        unsafe { std::ptr::read(self.data) }
     }
-}
 
-/// Whether attribute `attno` (1-based) of a tuple with a null bitmap is null.
-fn is_null(tuple: *const u8, attno: usize) -> bool {
-    let bits = unsafe { *tuple.add(8 + (attno - 1) / 8) };
-    bits & (1 << ((attno - 1) % 8)) == 0
-}
+    fn info(self) -> u16 {
+        self.header().t_info
+    }
 
-/// The key of a leaf tuple, or of a pivot tuple (an internal page's item or a high key), whose
-/// key may be truncated away (minus infinity).
-fn tuple_key(tuple: *const u8, pivot: bool) -> i64 {
-    let info = t_info(tuple);
-    if pivot && info & INDEX_ALT_TID_MASK != 0 {
-        // A pivot keeps its number of attributes in the offset number of its TID.
-        let natts = unsafe { std::ptr::read_unaligned(tuple.add(4) as *const u16) } & BT_OFFSET_MASK;
-        if natts == 0 {
-            return MINUS_INFINITY;
+    fn address(self) -> *const u8 {
+        self.data.cast()
+    }
+
+    /// The `T` at byte `at` of the tuple, if it lies inside the tuple and is aligned.
+    fn read_at<T: Copy>(self, at: usize) -> Option<T> {
+        (at + std::mem::size_of::<T>() <= self.len && at.is_multiple_of(std::mem::align_of::<T>())).then(
+            || {
+                // SAFETY: inside the tuple's bytes, aligned since the tuple is MAXALIGNed.
+                unsafe { std::ptr::read(self.address().add(at).cast::<T>()) }
+            },
+        )
+    }
+
+    /// The heap row a leaf item points to.
+    fn heap_tid(self) -> pg_sys::ItemPointerData {
+        self.header().t_tid
+    }
+
+    /// A pivot's child (`BTreeTupleGetDownLink`).
+    fn downlink(self) -> pg_sys::BlockNumber {
+        let block = self.header().t_tid.ip_blkid;
+        (u32::from(block.bi_hi) << 16) | u32::from(block.bi_lo)
+    }
+
+    /// A leaf item that is a posting list (`BTreeTupleIsPosting`).
+    fn is_posting(self) -> bool {
+        let header = self.header();
+        header.t_info & INDEX_ALT_TID_MASK != 0 && header.t_tid.ip_posid & BT_IS_POSTING != 0
+    }
+
+    /// Whether attribute `attno` (1-based) is null (`att_isnull` on the bitmap after the header).
+    fn is_null(self, attno: usize) -> Option<bool> {
+        if self.info() & INDEX_NULL_MASK == 0 {
+            return Some(false);
+        }
+        let at = std::mem::size_of::<pg_sys::IndexTupleData>() + (attno - 1) / 8;
+        let bits: u8 = self.read_at(at)?;
+        Some(bits & (1 << ((attno - 1) % 8)) == 0)
+    }
+
+    fn data_offset(self) -> usize {
+        if self.info() & INDEX_NULL_MASK != 0 {
+            DATA_OFFSET_NULLS
+        } else {
+            DATA_OFFSET
         }
     }
-    if info & INDEX_NULL_MASK != 0 && is_null(tuple, 1) {
-        return NULL_KEY;
-    }
-    i64::from(unsafe { std::ptr::read_unaligned(tuple.add(data_offset(info)) as *const i32) })
-}
 
-/// The downlink of an internal page's item.
-fn downlink(tuple: *const u8) -> u32 {
-    let (hi, lo) = unsafe {
-        (
-            std::ptr::read_unaligned(tuple as *const u16),
-            std::ptr::read_unaligned(tuple.add(2) as *const u16),
-        )
-    };
-    (u32::from(hi) << 16) | u32::from(lo)
+    /// The key of a leaf item, or of a pivot (`pivot`: an internal page's item or a high key),
+    /// whose key may be truncated away (minus infinity). None if the tuple is too short for it.
+    fn key(self, pivot: bool) -> Option<i64> {
+        let header = self.header();
+        if pivot && header.t_info & INDEX_ALT_TID_MASK != 0 && header.t_tid.ip_posid & BT_OFFSET_MASK == 0 {
+            return Some(MINUS_INFINITY); // BTreeTupleGetNAtts() == 0
+        }
+        if self.is_null(1)? {
+            return Some(NULL_KEY);
+        }
+        self.read_at::<i32>(self.data_offset()).map(i64::from)
+    }
+
+    /// The fingerprint a leaf item includes, None inside if it is null; None if the tuple is too
+    /// short for it.
+    fn fingerprint(self) -> Option<Option<u64>> {
+        if self.is_null(2)? {
+            return Some(None);
+        }
+        let fingerprint: i64 = self.read_at(self.data_offset() + FINGERPRINT_AFTER_KEY)?;
+        Some(Some(fingerprint as u64))
+    }
 }
 
 /// A leaf page as a list knows it.
@@ -286,6 +485,9 @@ thread_local! {
     static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
 }
 
+/// # Safety
+/// Called by PostgreSQL's relcache invalidation machinery only (registered in
+/// [`relcache_generation`]).
 #[pg_guard]
 unsafe extern "C-unwind" fn relcache_invalidated(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
     INVALIDATIONS.with(|n| n.set(n.get() + 1));
@@ -301,7 +503,11 @@ unsafe extern "C-unwind" fn relcache_invalidated(_arg: pg_sys::Datum, relid: pg_
 }
 
 /// Whether the index has the layout the band indexes of `simhash_attach()` have: one ascending
-/// integer key (integer_ops, nulls last) and an included bigint fingerprint, in a heap-TID B-tree.
+/// integer key (integer_ops, nulls last) and an included bigint fingerprint, in a B-tree of
+/// version 4 without deduplication, in shared buffers (not temporary).
+///
+/// # Safety
+/// `index` must be an open and locked index relation.
 unsafe fn layout_ok(index: pg_sys::Relation) -> bool {
     let form = &*(*index).rd_index;
     let desc = (*index).rd_att;
@@ -315,52 +521,52 @@ unsafe fn layout_ok(index: pg_sys::Relation) -> bool {
     {
         return false;
     }
-    let attrs = (*desc).attrs.as_slice(2);
-    if attrs[0].atttypid != pg_sys::INT4OID || attrs[1].atttypid != pg_sys::INT8OID {
+    if (*compat::tuple_desc_attr(desc, 0)).atttypid != pg_sys::INT4OID
+        || (*compat::tuple_desc_attr(desc, 1)).atttypid != pg_sys::INT8OID
+    {
         return false;
     }
-    let meta_page = Page::read(index, 0);
-    let meta = std::ptr::read_unaligned(meta_page.data.add(PAGE_HEADER_SIZE) as *const Meta);
-    meta.magic == BTREE_MAGIC && meta.version >= BTREE_HEAPKEYSPACE_VERSION
+    Page::read(index, BTREE_METAPAGE)
+        .meta()
+        .is_some_and(|meta| meta.btm_version == BTREE_VERSION && !meta.btm_allequalimage)
 }
 
 /// Whether changes to the index are WAL-logged, so that each sets the LSN of the page it changes
 /// (PostgreSQL's `RelationNeedsWAL`).
+///
+/// # Safety
+/// `index` must be an open relation.
 unsafe fn needs_wal(index: pg_sys::Relation) -> bool {
     (*(*index).rd_rel).relpersistence as u8 == pg_sys::RELPERSISTENCE_PERMANENT
         && (pg_sys::wal_level >= pg_sys::WalLevel::WAL_LEVEL_REPLICA as i32
             // 0: InvalidSubTransactionId (created or given a new file in an earlier transaction)
-            || ((*index).rd_createSubid == 0 && (*index).rd_firstRelfilenodeSubid == 0))
+            || ((*index).rd_createSubid == 0 && compat::first_relfilenumber_subid(index) == 0))
 }
 
 /// Reads the leaf list from the level above the leaves; None if the index is empty or a page is
 /// not what it must be.
+///
+/// # Safety
+/// `index` must be an open and locked index for which [`layout_ok`] held.
 unsafe fn read_leaves(index: pg_sys::Relation) -> Option<Vec<Listed>> {
-    let meta = {
-        let page = Page::read(index, 0);
-        std::ptr::read_unaligned(page.data.add(PAGE_HEADER_SIZE) as *const Meta)
-    };
-    if meta.magic != BTREE_MAGIC || meta.root == P_NONE {
+    let meta = Page::read(index, BTREE_METAPAGE).meta()?;
+    if meta.btm_root == P_NONE {
         return None;
     }
-    if meta.level == 0 {
-        return Some(vec![Listed::new(MINUS_INFINITY, meta.root)]);
+    if meta.btm_level == 0 {
+        return Some(vec![Listed::new(MINUS_INFINITY, meta.btm_root)]);
     }
     // Down the leftmost downlinks to level 1 (a root split since the metapage was read leaves the
     // old root leftmost on its level, so this still reaches the leftmost page).
-    let mut block = meta.root;
-    let mut level = meta.level;
+    let mut block = meta.btm_root;
+    let mut level = meta.btm_level;
     while level > 1 {
         let page = Page::read(index, block);
         let opaque = page.opaque()?;
-        if opaque.level != level || opaque.flags & (BTP_LEAF | BTP_DELETED | BTP_HALF_DEAD) != 0 {
+        if opaque.btpo_level != level || opaque.btpo_flags & (BTP_LEAF | BTP_DELETED | BTP_HALF_DEAD) != 0 {
             return None;
         }
-        let first = if opaque.next == P_NONE { 1 } else { 2 };
-        if page.max_offset() < first {
-            return None;
-        }
-        block = downlink(page.tuple(first));
+        block = page.tuple(first_data_key(&opaque))?.downlink();
         level -= 1;
     }
     // Along level 1 by right-links: each item's key is the lowest key of its child; the first
@@ -371,29 +577,25 @@ unsafe fn read_leaves(index: pg_sys::Relation) -> Option<Vec<Listed>> {
         pg_sys::check_for_interrupts!();
         let page = Page::read(index, block);
         let opaque = page.opaque()?;
-        if opaque.level != 1 || opaque.flags & BTP_LEAF != 0 {
+        if opaque.btpo_level != 1 || opaque.btpo_flags & BTP_LEAF != 0 {
             return None;
         }
-        let rightmost = opaque.next == P_NONE;
-        if opaque.flags & (BTP_DELETED | BTP_HALF_DEAD) == 0 {
-            let first = if rightmost { 1 } else { 2 };
+        let rightmost = opaque.btpo_next == P_NONE;
+        if opaque.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) == 0 {
+            let first = first_data_key(&opaque);
             for offset in first..=page.max_offset() {
-                let tuple = page.tuple(offset);
-                let key = if offset == first {
-                    low
-                } else {
-                    tuple_key(tuple, true)
-                };
-                leaves.push(Listed::new(key, downlink(tuple)));
+                let tuple = page.tuple(offset)?;
+                let key = if offset == first { low } else { tuple.key(true)? };
+                leaves.push(Listed::new(key, tuple.downlink()));
             }
             if !rightmost {
-                low = tuple_key(page.tuple(P_HIKEY), true);
+                low = page.tuple(P_HIKEY)?.key(true)?;
             }
         }
         if rightmost {
             break;
         }
-        block = opaque.next;
+        block = opaque.btpo_next;
     }
     (!leaves.is_empty()).then_some(leaves)
 }
@@ -425,9 +627,14 @@ impl Leaf {
 /// when `block` comes straight from the list: its buffer is tried first, and what the page said
 /// when last read stands while its LSN is the same (`logged` indexes only). None if a page is not
 /// what it must be; also counts the pages moved over.
+///
+/// # Safety
+/// `index` must be an open and locked index for which [`layout_ok`] held, read under an MVCC
+/// snapshot while this backend's xmin is the one its list was read under (the module's argument);
+/// `block` one of its pages; `listed`, if given, the list's entry for `block`.
 unsafe fn find_leaf(
     index: pg_sys::Relation,
-    mut block: u32,
+    mut block: pg_sys::BlockNumber,
     mut listed: Option<&mut Listed>,
     logged: bool,
     mut low: i64,
@@ -439,43 +646,48 @@ unsafe fn find_leaf(
             Some(entry) => Page::read_recent(index, block, &mut entry.recent),
             None => Page::read(index, block),
         };
+        // The LSN only matters for a page straight from the list of a WAL-logged index.
+        let lsn = (logged && listed.is_some()).then(|| page.lsn());
         let known = listed
             .as_deref()
             .and_then(|entry| entry.seen)
-            .filter(|seen| logged && seen.lsn == page.lsn());
+            .filter(|seen| Some(seen.lsn) == lsn);
         let (next, high) = match known {
             Some(seen) => (seen.next, seen.high),
             None => {
                 let opaque = page.opaque()?;
-                let rightmost = opaque.next == P_NONE;
-                if opaque.flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
+                let rightmost = opaque.btpo_next == P_NONE;
+                if opaque.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
                     if rightmost {
                         return None;
                     }
-                    block = opaque.next;
+                    block = opaque.btpo_next;
                     *moves += 1;
                     listed = None;
                     drop(page); // one page locked at a time, as a scan moving right
                     continue;
                 }
-                if opaque.flags & BTP_LEAF == 0 || opaque.level != 0 {
+                if opaque.btpo_flags & BTP_LEAF == 0 || opaque.btpo_level != 0 {
                     return None;
                 }
-                let high = (!rightmost).then(|| tuple_key(page.tuple(P_HIKEY), true));
-                if let Some(entry) = listed.as_deref_mut().filter(|_| logged) {
+                let high = match rightmost {
+                    true => None,
+                    false => Some(page.tuple(P_HIKEY)?.key(true)?),
+                };
+                if let (Some(entry), Some(lsn)) = (listed.as_deref_mut(), lsn) {
                     entry.seen = Some(Seen {
-                        lsn: page.lsn(),
-                        next: opaque.next,
+                        lsn,
+                        next: opaque.btpo_next,
                         high,
                     });
                 }
-                (opaque.next, high)
+                (opaque.btpo_next, high)
             }
         };
         match high {
             Some(high) if high < value => low = high,
             _ => {
-                let start = if high.is_none() { 1 } else { 2 };
+                let start = if high.is_none() { P_HIKEY } else { P_FIRSTKEY };
                 return Some(Leaf {
                     page,
                     low,
@@ -502,9 +714,13 @@ unsafe fn find_leaf(
 /// read from is known here, and pages are read without their lock, so what is read may be stale or
 /// torn: it only chooses addresses to prefetch inside those pages, and the probe itself reads the
 /// page under its lock.
+///
+/// # Safety
+/// Every nonzero `recent` in `leaves` must be a buffer number [`Page::read_recent`] returned in
+/// this backend, so a shared buffer (see [`UnlockedPage::of`]).
 unsafe fn prefetch(leaves: &[Listed], values: &[i32], at: &mut [usize; PREFETCHED]) {
     // (page, value, the bounds of its list entry, the right-link if known)
-    let mut pages = [(std::ptr::null::<u8>(), 0i64, 0i64, 0i64, None); PREFETCHED];
+    let mut pages = [(UnlockedPage(std::ptr::null()), 0i64, 0i64, 0i64, None); PREFETCHED];
     let mut n = 0;
     for (&value, at) in values.iter().zip(at.iter_mut()) {
         let value = i64::from(value);
@@ -513,11 +729,11 @@ unsafe fn prefetch(leaves: &[Listed], values: &[i32], at: &mut [usize; PREFETCHE
         if entry.recent <= 0 {
             continue;
         }
-        let page = pg_sys::BufferBlocks.add((entry.recent as usize - 1) * BLOCK_SIZE) as *const u8;
-        prefetch_line(pg_sys::BufferDescriptors.add(entry.recent as usize - 1) as *const u8);
-        prefetch_line(page);
+        let page = UnlockedPage::of(entry.recent);
+        prefetch_line(pg_sys::BufferDescriptors.add(entry.recent as usize - 1).cast());
+        prefetch_line(page.0);
         if entry.seen.is_none() {
-            prefetch_line(page.add(BLOCK_SIZE - 64));
+            prefetch_line(page.0.add(BTREE_SPECIAL));
         }
         pages[n] = (
             page,
@@ -529,35 +745,79 @@ unsafe fn prefetch(leaves: &[Listed], values: &[i32], at: &mut [usize; PREFETCHE
         n += 1;
     }
     // The page header (and trailer) say where the items are: the first round's pivots follow.
-    let line_pointer = |page: *const u8, offset: i64| -> usize {
-        let at = PAGE_HEADER_SIZE + 4 * (offset.clamp(1, 2000) as usize - 1);
-        let raw = std::ptr::read_volatile(page.add(at) as *const u32);
-        (raw & 0x7fff) as usize % BLOCK_SIZE
-    };
     let mut pivots = [[0i64; 3]; PREFETCHED];
     for (&(page, value, low, high, next), pivots) in pages[..n].iter().zip(pivots.iter_mut()) {
-        let lower = std::ptr::read_volatile(page.add(12) as *const u16) as usize;
-        let next =
-            next.unwrap_or_else(|| std::ptr::read_volatile(page.add(BLOCK_SIZE - 16 + 4) as *const u32));
-        let first: i64 = if next == P_NONE { 1 } else { 2 };
-        let last = (lower.saturating_sub(PAGE_HEADER_SIZE) / 4).min(2000) as i64;
+        let next = next.unwrap_or_else(|| page.next());
+        let first = i64::from(if next == P_NONE { P_HIKEY } else { P_FIRSTKEY });
+        let last = page.max_offset();
         if last < first {
             continue;
         }
         *pivots = round_pivots(first - 1, last + 1, low, high, value);
-        if first == 2 {
-            prefetch_line(page.add(line_pointer(page, 1)));
+        if first == i64::from(P_FIRSTKEY) {
+            prefetch_line(page.item_address(i64::from(P_HIKEY)));
         }
         for &p in pivots.iter() {
-            prefetch_line(page.add(PAGE_HEADER_SIZE + 4 * (p.clamp(1, 2000) as usize - 1)));
+            prefetch_line(page.line_pointer_address(p));
         }
     }
     for (&(page, ..), pivots) in pages[..n].iter().zip(&pivots) {
         for &p in pivots {
             if p > 0 {
-                prefetch_line(page.add(line_pointer(page, p)));
+                prefetch_line(page.item_address(p));
             }
         }
+    }
+}
+
+/// A page in shared buffers read without pin or lock, for [`prefetch`]'s hints alone: the buffer
+/// may hold another page by now and writers may be changing it, so what its accessors return may
+/// be stale or torn. They read with volatile loads, only inside the block (every offset taken from
+/// the page is clamped into it), and what they return only chooses addresses to prefetch.
+#[derive(Clone, Copy)]
+struct UnlockedPage(*const u8);
+
+/// Line pointers that fit between the page header and a B-tree page's special space.
+const MAX_LINE_POINTERS: i64 = ((BTREE_SPECIAL - SIZE_OF_PAGE_HEADER_DATA) / LINE_POINTER_SIZE) as i64;
+
+impl UnlockedPage {
+    /// # Safety
+    /// `buffer` must be a shared buffer (1 to `NBuffers`): its block is mapped for the life of the
+    /// backend.
+    unsafe fn of(buffer: pg_sys::Buffer) -> UnlockedPage {
+        UnlockedPage(pg_sys::BufferGetPage(buffer) as *const u8)
+    }
+
+    fn read<T: Copy>(self, at: usize) -> T {
+        assert!(at + std::mem::size_of::<T>() <= BLOCK_SIZE && at.is_multiple_of(std::mem::align_of::<T>()));
+        // SAFETY: inside the mapped block (see `of`), aligned.
+        unsafe { std::ptr::read_volatile(self.0.add(at).cast::<T>()) }
+    }
+
+    /// `PageGetMaxOffsetNumber`, at most [`MAX_LINE_POINTERS`].
+    fn max_offset(self) -> i64 {
+        let lower: u16 = self.read(std::mem::offset_of!(pg_sys::PageHeaderData, pd_lower));
+        let count = usize::from(lower).saturating_sub(SIZE_OF_PAGE_HEADER_DATA) / LINE_POINTER_SIZE;
+        (count as i64).min(MAX_LINE_POINTERS)
+    }
+
+    /// The right-link, if this is a B-tree page.
+    fn next(self) -> pg_sys::BlockNumber {
+        self.read(BTREE_SPECIAL + std::mem::offset_of!(BTPageOpaqueData, btpo_next))
+    }
+
+    fn line_pointer_offset(offset: i64) -> usize {
+        SIZE_OF_PAGE_HEADER_DATA + (offset.clamp(1, MAX_LINE_POINTERS) as usize - 1) * LINE_POINTER_SIZE
+    }
+
+    fn line_pointer_address(self, offset: i64) -> *const u8 {
+        self.0.wrapping_add(Self::line_pointer_offset(offset))
+    }
+
+    /// Where the line pointer of item `offset` says its tuple is, inside the block.
+    fn item_address(self, offset: i64) -> *const u8 {
+        let id: pg_sys::ItemIdData = self.read(Self::line_pointer_offset(offset));
+        self.0.wrapping_add(id.lp_off() as usize % BLOCK_SIZE)
     }
 }
 
@@ -565,6 +825,9 @@ unsafe fn prefetch(leaves: &[Listed], values: &[i32], at: &mut [usize; PREFETCHE
 /// each value's search starting from its listed leaf unless the page read for the previous value
 /// holds it too (neighbouring probes often share a leaf). None if a page is not what it must be;
 /// otherwise how many pages it moved right over to reach the values.
+///
+/// # Safety
+/// As [`find_leaf`], for `index` and the list `leaves` read from it under this backend's xmin.
 unsafe fn read_equal(
     index: pg_sys::Relation,
     leaves: &mut [Listed],
@@ -610,28 +873,23 @@ unsafe fn read_equal(
         };
         loop {
             let last = leaf.page.max_offset();
-            let mut offset = first_not_below(&leaf.page, leaf.start, last, value, leaf.searched, leaf.bound);
+            let mut offset = first_not_below(&leaf.page, leaf.start, last, value, leaf.searched, leaf.bound)?;
             let mut ended = false;
             while offset <= last && out.len() < limit {
                 // Equal keys often run on: ask for the next entries while this one is read.
                 for ahead in offset + 1..=(offset + 2).min(last) {
-                    prefetch_line(leaf.page.tuple(ahead));
+                    prefetch_line(leaf.page.tuple(ahead)?.address());
                 }
-                let tuple = leaf.page.tuple(offset);
-                let info = t_info(tuple);
-                if info & INDEX_ALT_TID_MASK != 0 {
-                    return None; // a posting list: deduplication is off for INCLUDE indexes
+                let tuple = leaf.page.tuple(offset)?;
+                if tuple.is_posting() {
+                    return None; // deduplication is off for INCLUDE indexes (layout_ok checks it)
                 }
-                if tuple_key(tuple, false) != value {
+                if tuple.key(false)? != value {
                     ended = true;
                     break;
                 }
-                if info & INDEX_NULL_MASK == 0 || !is_null(tuple, 2) {
-                    let fp = std::ptr::read_unaligned(tuple.add(data_offset(info) + 8) as *const i64) as u64;
-                    out.push((
-                        fp,
-                        std::ptr::read_unaligned(tuple as *const pg_sys::ItemPointerData),
-                    ));
+                if let Some(fingerprint) = tuple.fingerprint()? {
+                    out.push((fingerprint, tuple.heap_tid()));
                 }
                 offset += 1;
             }
@@ -670,8 +928,15 @@ fn listed_leaf(leaves: &[Listed], value: i64) -> usize {
 /// between the known keys predicts (band values are close to uniform, so the true position is
 /// within a few square roots of the range), or at the quartiles when it cannot predict. Two or
 /// three rounds find the item on a uniform page; a skewed page costs at most as many rounds as a
-/// binary search has steps.
-fn first_not_below(page: &Page, first: u16, last: u16, value: i64, low: i64, high: i64) -> u16 {
+/// binary search has steps. None if an item read is not a whole leaf item.
+fn first_not_below(
+    page: &Page,
+    first: pg_sys::OffsetNumber,
+    last: pg_sys::OffsetNumber,
+    value: i64,
+    low: i64,
+    high: i64,
+) -> Option<pg_sys::OffsetNumber> {
     // Invariant: the key at `lo` is below `value`, the key at `hi` is not; `first - 1` and
     // `last + 1` stand for the page's bounds.
     let (mut lo, mut hi) = (i64::from(first) - 1, i64::from(last) + 1);
@@ -681,29 +946,30 @@ fn first_not_below(page: &Page, first: u16, last: u16, value: i64, low: i64, hig
             // A few items left: read all their keys at once (the misses overlap) rather than in
             // two or three rounds that each wait for the last.
             for p in lo + 1..hi {
-                prefetch_line(page.tuple(p as u16));
+                prefetch_line(page.tuple(p as u16)?.address());
             }
             for p in lo + 1..hi {
-                if tuple_key(page.tuple(p as u16), false) >= value {
-                    return p as u16;
+                if page.tuple(p as u16)?.key(false)? >= value {
+                    return Some(p as u16);
                 }
             }
-            return hi as u16;
+            return Some(hi as u16);
         }
         let pivots = round_pivots(lo, hi, klo, khi, value);
-        let mut tuples = [std::ptr::null(); 3];
         for &p in &pivots {
-            prefetch_line(page.line_pointer_address(p as u16));
+            prefetch_line(page.line_pointer(p as u16)?.cast());
         }
+        let mut tuples = [None; 3];
         for (t, &p) in tuples.iter_mut().zip(&pivots) {
-            *t = page.tuple(p as u16);
-            prefetch_line(*t);
+            let tuple = page.tuple(p as u16)?;
+            prefetch_line(tuple.address());
+            *t = Some(tuple);
         }
         for (&t, &p) in tuples.iter().zip(&pivots) {
             if p <= lo {
                 continue;
             }
-            let key = tuple_key(t, false);
+            let key = t?.key(false)?;
             if key < value {
                 lo = p;
                 klo = key;
@@ -714,7 +980,7 @@ fn first_not_below(page: &Page, first: u16, last: u16, value: i64, low: i64, hig
             }
         }
     }
-    hi as u16
+    Some(hi as u16)
 }
 
 /// Ranges of at most this many positions (between two known ones) are read whole.
@@ -837,7 +1103,7 @@ pub unsafe fn equal_entries(
     }
     relcache_generation(); // registers the invalidation callback that drops lists
     let relid = (*index).rd_id;
-    let relfilenode = (*index).rd_node.relNode;
+    let relfilenode = compat::relfilenumber(index);
     let xmin = (*pg_sys::MyProc).xmin;
     // Taken out while pages are read, so that an invalidation arriving meanwhile finds no borrow.
     let mut list = LISTS
@@ -911,4 +1177,62 @@ pub unsafe fn equal_entries(
         LISTS.with(|lists| *lists.borrow_mut().entry(relid).or_default() = list);
     }
     served
+}
+
+/// Relation fields that PostgreSQL renamed between majors, read the same way on each.
+mod compat {
+    use pgrx::pg_sys;
+
+    /// The relation's physical file (`rd_node`, `rd_locator` from PostgreSQL 16).
+    ///
+    /// # Safety
+    /// `rel` must be an open relation.
+    #[cfg(any(feature = "pg14", feature = "pg15"))]
+    pub unsafe fn rel_locator(rel: pg_sys::Relation) -> pg_sys::RelFileNode {
+        (*rel).rd_node
+    }
+
+    /// The relation's physical file (`rd_node`, `rd_locator` from PostgreSQL 16).
+    ///
+    /// # Safety
+    /// `rel` must be an open relation.
+    #[cfg(not(any(feature = "pg14", feature = "pg15")))]
+    pub unsafe fn rel_locator(rel: pg_sys::Relation) -> pg_sys::RelFileLocator {
+        (*rel).rd_locator
+    }
+
+    /// The relation's file number (`relNode`, `relNumber` from PostgreSQL 16).
+    ///
+    /// # Safety
+    /// `rel` must be an open relation.
+    pub unsafe fn relfilenumber(rel: pg_sys::Relation) -> pg_sys::Oid {
+        #[cfg(any(feature = "pg14", feature = "pg15"))]
+        return (*rel).rd_node.relNode;
+        #[cfg(not(any(feature = "pg14", feature = "pg15")))]
+        return (*rel).rd_locator.relNumber;
+    }
+
+    /// The subtransaction that gave the relation its current file in this transaction, 0 if none
+    /// (`rd_firstRelfilenodeSubid`, `rd_firstRelfilelocatorSubid` from PostgreSQL 16).
+    ///
+    /// # Safety
+    /// `rel` must be an open relation.
+    pub unsafe fn first_relfilenumber_subid(rel: pg_sys::Relation) -> pg_sys::SubTransactionId {
+        #[cfg(any(feature = "pg14", feature = "pg15"))]
+        return (*rel).rd_firstRelfilenodeSubid;
+        #[cfg(not(any(feature = "pg14", feature = "pg15")))]
+        return (*rel).rd_firstRelfilelocatorSubid;
+    }
+
+    /// Attribute `i` (0-based) of a tuple descriptor (`TupleDescAttr`: PostgreSQL 18 puts the
+    /// compact attributes first).
+    ///
+    /// # Safety
+    /// `desc` must be a valid tuple descriptor with more than `i` attributes.
+    pub unsafe fn tuple_desc_attr(desc: pg_sys::TupleDesc, i: usize) -> *const pg_sys::FormData_pg_attribute {
+        #[cfg(feature = "pg18")]
+        return pg_sys::TupleDescAttr(desc, i as i32);
+        #[cfg(not(feature = "pg18"))]
+        return (*desc).attrs.as_ptr().add(i);
+    }
 }
