@@ -25,6 +25,64 @@
 //! index reads must take predicate locks), hot standbys (their xmin does not hold back the
 //! primary's recycling), temporary tables, and `simhash.leaf_map = off`, which tests use to
 //! compare both paths.
+//!
+//! # What is read of a page
+//!
+//! Every page is read through [`Page`], which exists only while its buffer is pinned and
+//! share-locked, and through the structs PostgreSQL declares (pgrx's bindings for the page header,
+//! line pointers and index tuples; nbtree.h's `BTPageOpaqueData` and `BTMetaPageData` repeated
+//! here, since the bindings leave that header out). Byte by byte, with `BLCKSZ` 8192 and
+//! `MAXALIGN` 8:
+//! - **Page header** (`PageHeaderData`, 24 bytes at offset 0): `pd_lsn`, `pd_lower` (the end of
+//!   the line pointer array, so `(pd_lower - 24) / 4` items), `pd_upper` (0 on a new page),
+//!   `pd_special`, `pd_pagesize_version` (`BLCKSZ | 4`). Line pointers (`ItemIdData`, 4 bytes:
+//!   `lp_off` 15 bits, `lp_flags` 2, `lp_len` 15) follow from offset 24; item `n` is the `n`-th.
+//! - **B-tree special space** (`BTPageOpaqueData`, 16 bytes at `pd_special` = `BLCKSZ - 16`):
+//!   `btpo_prev`, `btpo_next` (`P_NONE` = 0 on the rightmost page), `btpo_level` (0 for leaves),
+//!   `btpo_flags` (`BTP_LEAF`, `BTP_DELETED`, `BTP_META`, `BTP_HALF_DEAD` among others),
+//!   `btpo_cycleid`. A page is taken as a B-tree page only with that `pd_special`, that
+//!   `pd_pagesize_version` and a nonzero `pd_upper`, and as what the caller needs only with the
+//!   expected level and flags.
+//! - **Items**: in key order. A page with a right sibling starts with its high key (`P_HIKEY`, 1),
+//!   the upper bound of its keys, and its data from `P_FIRSTKEY` (2); the rightmost page has no
+//!   high key. The first data item of an internal page has its key truncated away (minus infinity).
+//! - **Metapage** (block 0, flagged `BTP_META`): `BTMetaPageData` at `MAXALIGN(24)`: `btm_magic`
+//!   `0x053162`, `btm_version` (only 4 is read: heap TIDs in the key space, pivots that count their
+//!   attributes), `btm_root`, `btm_level`, ..., `btm_allequalimage` (must be false: no
+//!   deduplication; PostgreSQL never sets it for an index with INCLUDE columns).
+//! - **Index tuples**, as described at [`Tuple`]: an 8-byte `IndexTupleData`, a null bitmap padded
+//!   to 8 bytes when `INDEX_NULL_MASK` is set, then the int4 band value and, 8 bytes later, the int8
+//!   fingerprint. Pivots (high keys, internal items) carry `INDEX_ALT_TID_MASK` and count their
+//!   attributes in `t_tid`'s offset number (`BT_OFFSET_MASK`); their downlink is `t_tid`'s block.
+//!
+//! What is checked before it is followed: the special space's place and the page's version and
+//! size, levels and flags, that an item number is at most the page's item count, that a line
+//! pointer places a `MAXALIGN`ed tuple of at least 8 bytes inside the block, and that every
+//! attribute read lies inside the tuple's `lp_len`; a failed check is "a page not what it must be"
+//! (index scans from then on). What is trusted as PostgreSQL trusts it: the key order of the items,
+//! and that `lp_len` is the tuple's size. A share lock keeps all of this still: other share-lock
+//! holders may only set an item's `LP_DEAD` bits and `BTP_HAS_GARBAGE` (never read here) and,
+//! with data checksums or `wal_log_hints`, the LSN, which is therefore read with
+//! `BufferGetLSNAtomic`. [`prefetch`] alone reads pages without a lock, for cache hints only
+//! ([`UnlockedPage`]).
+//!
+//! # Layouts on each PostgreSQL major
+//!
+//! Checked in the server headers of 14.23, 15.19, 16.15, 17.11 and 18.6 (access/nbtree.h,
+//! access/itup.h, storage/bufpage.h, storage/itemid.h, storage/itemptr.h, storage/block.h,
+//! pg_config.h): the text of `PageHeaderData`, `PageXLogRecPtr`, `ItemIdData`, `IndexTupleData`,
+//! `IndexAttributeBitMapData`, `BTPageOpaqueData` and `BTMetaPageData` and every constant used
+//! here (`BTP_*`, `BTREE_MAGIC`, `BTREE_VERSION` 4, `P_NONE`, `P_HIKEY`, `P_FIRSTKEY`,
+//! `INDEX_NULL_MASK`, `INDEX_AM_RESERVED_BIT`, `BT_OFFSET_MASK`, `BT_IS_POSTING`,
+//! `PG_PAGE_LAYOUT_VERSION` 4, `BLCKSZ` 8192, `MAXIMUM_ALIGNOF` 8, `INDEX_MAX_KEYS` 32) is the same
+//! in all five, and so are `BTreeTupleIsPivot`, `BTreeTupleIsPosting`, `BTreeTupleGetNAtts`,
+//! `BTreeTupleGetDownLink` and `P_FIRSTDATAKEY`. What changed between them is not layout: 15 added
+//! the `BTPageGetOpaque` macro, 16 turned bufpage.h's and itemptr.h's macros into inline functions
+//! and gave the nbtree functions a heap relation argument, 18's `initdb` turns data checksums on
+//! by default (hence the atomic LSN read). The relation fields this module reads were renamed:
+//! `rd_node` / `rd_firstRelfilenodeSubid` (14, 15) became `rd_locator` /
+//! `rd_firstRelfilelocatorSubid` (16 on), and 18 put compact attributes before `TupleDescData`'s
+//! `attrs`; they are read through `compat`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
