@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Interleaved A/B of two builds of simhash_ext on the paths that read band indexes through the leaf
+# map: lookups at distance 7 (simhash_near_duplicates by fingerprint) and the write cost of the
+# 'flag' trigger (a band lookup per written row), on two private PostgreSQL installs side by side.
+#
+#   bash bench/leafmap_ab.sh A_PREFIX B_PREFIX
+#
+# Each prefix is a complete PostgreSQL install (bin/initdb, bin/pg_ctl, bin/psql) with the build to
+# compare installed in it (`cargo pgrx install --release --pg-config PREFIX/bin/pg_config`). Both
+# servers get the same synthetic table (AB_ROWS rows of 40 pseudo-random words, attached with
+# on_duplicate => 'flag'), the same AB_QUERIES fingerprints (half of them a row's fingerprint with two
+# bits flipped, half random) and the same AB_WRITE_ROWS rows to insert. After an untimed warm-up,
+# each of AB_ROUNDS rounds measures A then B (B then A in every other round): one pass of all
+# lookups, then one INSERT … SELECT of the new rows (rolled back, then VACUUM). Every measurement is
+# a new connection, timed inside the server (clock_timestamp) and by the backend's CPU time
+# (/proc/self/stat, 10 ms ticks). Prints each measurement, the rows found (which must agree), the
+# medians and the B/A ratios.
+#
+# Knobs (environment, defaults in brackets): AB_ROWS [300000], AB_QUERIES [2000], AB_WRITE_ROWS
+# [10000], AB_ROUNDS [10], AB_PORT [55211] (B on AB_PORT + 1), AB_DIR [/tmp/leafmap-ab] (data
+# directories, removed first), AB_SHARED_BUFFERS [256MB]. Run as root; servers run as postgres and
+# are stopped at the end.
+set -euo pipefail
+
+A=${1:?usage: leafmap_ab.sh A_PREFIX B_PREFIX}
+B=${2:?usage: leafmap_ab.sh A_PREFIX B_PREFIX}
+ROWS=${AB_ROWS:-300000}
+QUERIES=${AB_QUERIES:-2000}
+WRITE_ROWS=${AB_WRITE_ROWS:-10000}
+ROUNDS=${AB_ROUNDS:-10}
+PORT=${AB_PORT:-55211}
+DIR=${AB_DIR:-/tmp/leafmap-ab}
+SHARED_BUFFERS=${AB_SHARED_BUFFERS:-256MB}
+
+declare -A PREFIX=([A]=$A [B]=$B) PORTS=([A]=$PORT [B]=$((PORT + 1)))
+
+sql() { # build, SQL on stdin or as argument
+    local build=$1
+    shift
+    "${PREFIX[$build]}/bin/psql" -h /tmp -p "${PORTS[$build]}" -U postgres -qXAt -v ON_ERROR_STOP=1 "$@"
+}
+
+stop_all() {
+    for build in A B; do
+        [ -f "$DIR/$build/postmaster.pid" ] &&
+            runuser -u postgres -- "${PREFIX[$build]}/bin/pg_ctl" -D "$DIR/$build" -w stop -m fast >/dev/null
+    done
+    return 0
+}
+
+rm -rf "$DIR"
+install -d -o postgres -g postgres "$DIR"
+trap stop_all EXIT
+for build in A B; do
+    runuser -u postgres -- "${PREFIX[$build]}/bin/initdb" -D "$DIR/$build" -A trust -E UTF8 --locale=C.UTF-8 >/dev/null
+    env -u RUST_BACKTRACE -u RUST_LIB_BACKTRACE runuser -u postgres -- "${PREFIX[$build]}/bin/pg_ctl" \
+        -D "$DIR/$build" -l "$DIR/$build.log" -w start -o "-p ${PORTS[$build]} -k /tmp \
+        -c listen_addresses='' -c shared_buffers=$SHARED_BUFFERS -c max_parallel_workers_per_gather=0 \
+        -c autovacuum=off -c fsync=off" >/dev/null
+done
+
+setup=$(
+    cat <<SQL
+CREATE EXTENSION simhash_ext;
+CREATE FUNCTION ab_text(i int) RETURNS text LANGUAGE sql IMMUTABLE
+    RETURN (SELECT string_agg(substr(md5((i * 64 + j)::text), 1, 2 + (i + j) % 7), ' ')
+            FROM generate_series(1, 40) j);
+CREATE TABLE ab (id int PRIMARY KEY, body text);
+INSERT INTO ab SELECT i, ab_text(i) FROM generate_series(1, $ROWS) i;
+SELECT simhash_attach('ab', 'body', on_duplicate => 'flag');
+CREATE TABLE ab_src AS SELECT $ROWS + i AS id, ab_text($ROWS + i) AS body FROM generate_series(1, $WRITE_ROWS) i;
+CREATE TABLE ab_q AS
+    SELECT n, CASE WHEN n % 2 = 0
+        THEN (SELECT body_simhash FROM ab WHERE id = n * 7919 % $ROWS + 1)
+             # (1::bigint << (n % 64)) # (1::bigint << ((n * 7) % 64))
+        ELSE ('x' || substr(md5('q' || n), 1, 16))::bit(64)::bigint END AS fp
+    FROM generate_series(1, $QUERIES) n;
+CREATE FUNCTION ab_cpu() RETURNS bigint LANGUAGE sql
+    RETURN (SELECT split_part(s, ' ', 14)::bigint + split_part(s, ' ', 15)::bigint
+            FROM pg_read_file('/proc/self/stat') s);
+CREATE FUNCTION ab_lookups(OUT ms float8, OUT ticks bigint, OUT hits bigint) LANGUAGE plpgsql AS \$\$
+DECLARE t0 timestamptz; c0 bigint; q record; c bigint;
+BEGIN
+    hits := 0; c0 := ab_cpu(); t0 := clock_timestamp();
+    FOR q IN SELECT fp FROM ab_q ORDER BY n LOOP
+        SELECT count(*) INTO c FROM simhash_near_duplicates(NULL::ab, q.fp, 7);
+        hits := hits + c;
+    END LOOP;
+    ms := extract(epoch FROM clock_timestamp() - t0) * 1000; ticks := ab_cpu() - c0;
+END \$\$;
+CREATE FUNCTION ab_write(OUT ms float8, OUT ticks bigint, OUT hits bigint) LANGUAGE plpgsql AS \$\$
+DECLARE t0 timestamptz; c0 bigint;
+BEGIN
+    c0 := ab_cpu(); t0 := clock_timestamp();
+    INSERT INTO ab (id, body) SELECT id, body FROM ab_src;
+    ms := extract(epoch FROM clock_timestamp() - t0) * 1000; ticks := ab_cpu() - c0;
+    hits := (SELECT count(*) FROM ab WHERE id > $ROWS AND body_duplicate_of IS NOT NULL);
+END \$\$;
+SQL
+)
+for build in A B; do
+    echo "setup $build: ${PREFIX[$build]} ($ROWS rows)" >&2
+    sql "$build" -c "$setup" -c 'VACUUM ANALYZE ab' >/dev/null
+done
+
+measure() { # build, kind
+    case $2 in
+    lookup) sql "$1" -F ' ' -c 'SELECT * FROM ab_lookups()' ;;
+    write) sql "$1" -F ' ' <<<'BEGIN; SELECT * FROM ab_write(); ROLLBACK; VACUUM ab;' ;;
+    esac
+}
+
+for build in A B; do measure $build lookup >/dev/null && measure $build write >/dev/null; done # warm-up
+echo "round build kind ms cpu_ticks hits"
+results=$(
+    for round in $(seq 1 "$ROUNDS"); do
+        order="A B"
+        [ $((round % 2)) -eq 0 ] && order="B A"
+        for build in $order; do
+            for kind in lookup write; do
+                echo "$round $build $kind $(measure "$build" "$kind")"
+            done
+        done
+    done | tee /dev/stderr
+)
+echo
+python3 - "$QUERIES" "$WRITE_ROWS" <<PY
+import statistics, sys
+queries, write_rows = int(sys.argv[1]), int(sys.argv[2])
+rows = [line.split() for line in """$results""".strip().splitlines()]
+for kind, per, unit in (("lookup", queries, "ms per lookup"), ("write", write_rows, "us per row")):
+    scale = 1.0 if kind == "lookup" else 1000.0
+    got = {b: [r for r in rows if r[1] == b and r[2] == kind] for b in "AB"}
+    found = {b: sorted({r[5] for r in got[b]}) for b in "AB"}
+    med = {b: statistics.median(float(r[3]) for r in got[b]) * scale / per for b in "AB"}
+    cpu = {b: statistics.median(int(r[4]) for r in got[b]) * 10 * scale / per for b in "AB"}
+    paired = statistics.median(
+        float(b[3]) / float(a[3])
+        for a, b in zip(sorted(got["A"], key=lambda r: int(r[0])), sorted(got["B"], key=lambda r: int(r[0]))))
+    print(f"{kind}: {unit}, median of {len(got['A'])} rounds: A {med['A']:.4f}, B {med['B']:.4f}, "
+          f"B/A {med['B'] / med['A']:.3f} (paired by round {paired:.3f}); backend CPU: A {cpu['A']:.4f}, "
+          f"B {cpu['B']:.4f}, B/A {cpu['B'] / max(cpu['A'], 1e-9):.3f}; found A {found['A']} B {found['B']}")
+PY
