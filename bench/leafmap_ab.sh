@@ -12,9 +12,9 @@
 # bits flipped, half random) and the same AB_WRITE_ROWS rows to insert. After an untimed warm-up,
 # each of AB_ROUNDS rounds measures A then B (B then A in every other round): one pass of all
 # lookups, then one INSERT … SELECT of the new rows (rolled back, then VACUUM). Every measurement is
-# a new connection, timed inside the server (clock_timestamp) and by the backend's CPU time
-# (/proc/self/stat, 10 ms ticks). Prints each measurement, the rows found (which must agree), the
-# medians and the B/A ratios.
+# a new connection, timed inside the server (clock_timestamp) and by the backend's time on a CPU
+# (/proc/self/schedstat, in ns: on a shared machine the steadier figure). Prints each measurement,
+# the rows found (which must agree), the medians and the B/A ratios.
 #
 # Knobs (environment, defaults in brackets): AB_ROWS [300000], AB_QUERIES [2000], AB_WRITE_ROWS
 # [10000], AB_ROUNDS [10], AB_PORT [55211] (B on AB_PORT + 1), AB_DIR [/tmp/leafmap-ab] (data
@@ -76,9 +76,8 @@ CREATE TABLE ab_q AS
         ELSE ('x' || substr(md5('q' || n), 1, 16))::bit(64)::bigint END AS fp
     FROM generate_series(1, $QUERIES) n;
 CREATE FUNCTION ab_cpu() RETURNS bigint LANGUAGE sql
-    RETURN (SELECT split_part(s, ' ', 14)::bigint + split_part(s, ' ', 15)::bigint
-            FROM pg_read_file('/proc/self/stat') s);
-CREATE FUNCTION ab_lookups(OUT ms float8, OUT ticks bigint, OUT hits bigint) LANGUAGE plpgsql AS \$\$
+    RETURN split_part(pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint;
+CREATE FUNCTION ab_lookups(OUT ms float8, OUT cpu_ns bigint, OUT hits bigint) LANGUAGE plpgsql AS \$\$
 DECLARE t0 timestamptz; c0 bigint; q record; c bigint;
 BEGIN
     hits := 0; c0 := ab_cpu(); t0 := clock_timestamp();
@@ -86,14 +85,14 @@ BEGIN
         SELECT count(*) INTO c FROM simhash_near_duplicates(NULL::ab, q.fp, 7);
         hits := hits + c;
     END LOOP;
-    ms := extract(epoch FROM clock_timestamp() - t0) * 1000; ticks := ab_cpu() - c0;
+    ms := extract(epoch FROM clock_timestamp() - t0) * 1000; cpu_ns := ab_cpu() - c0;
 END \$\$;
-CREATE FUNCTION ab_write(OUT ms float8, OUT ticks bigint, OUT hits bigint) LANGUAGE plpgsql AS \$\$
+CREATE FUNCTION ab_write(OUT ms float8, OUT cpu_ns bigint, OUT hits bigint) LANGUAGE plpgsql AS \$\$
 DECLARE t0 timestamptz; c0 bigint;
 BEGIN
     c0 := ab_cpu(); t0 := clock_timestamp();
     INSERT INTO ab (id, body) SELECT id, body FROM ab_src;
-    ms := extract(epoch FROM clock_timestamp() - t0) * 1000; ticks := ab_cpu() - c0;
+    ms := extract(epoch FROM clock_timestamp() - t0) * 1000; cpu_ns := ab_cpu() - c0;
     hits := (SELECT count(*) FROM ab WHERE id > $ROWS AND body_duplicate_of IS NOT NULL);
 END \$\$;
 SQL
@@ -111,7 +110,7 @@ measure() { # build, kind
 }
 
 for build in A B; do measure $build lookup >/dev/null && measure $build write >/dev/null; done # warm-up
-echo "round build kind ms cpu_ticks hits"
+echo "round build kind ms cpu_ns hits"
 results=$(
     for round in $(seq 1 "$ROUNDS"); do
         order="A B"
@@ -124,6 +123,7 @@ results=$(
     done | tee /dev/stderr
 )
 echo
+printf '%s\n' "$results"
 python3 - "$QUERIES" "$WRITE_ROWS" <<PY
 import statistics, sys
 queries, write_rows = int(sys.argv[1]), int(sys.argv[2])
@@ -133,11 +133,14 @@ for kind, per, unit in (("lookup", queries, "ms per lookup"), ("write", write_ro
     got = {b: [r for r in rows if r[1] == b and r[2] == kind] for b in "AB"}
     found = {b: sorted({r[5] for r in got[b]}) for b in "AB"}
     med = {b: statistics.median(float(r[3]) for r in got[b]) * scale / per for b in "AB"}
-    cpu = {b: statistics.median(int(r[4]) for r in got[b]) * 10 * scale / per for b in "AB"}
+    cpu = {b: statistics.median(int(r[4]) for r in got[b]) / 1e6 * scale / per for b in "AB"}
+    cpu_paired = statistics.median(
+        int(b[4]) / int(a[4])
+        for a, b in zip(sorted(got["A"], key=lambda r: int(r[0])), sorted(got["B"], key=lambda r: int(r[0]))))
     paired = statistics.median(
         float(b[3]) / float(a[3])
         for a, b in zip(sorted(got["A"], key=lambda r: int(r[0])), sorted(got["B"], key=lambda r: int(r[0]))))
     print(f"{kind}: {unit}, median of {len(got['A'])} rounds: A {med['A']:.4f}, B {med['B']:.4f}, "
           f"B/A {med['B'] / med['A']:.3f} (paired by round {paired:.3f}); backend CPU: A {cpu['A']:.4f}, "
-          f"B {cpu['B']:.4f}, B/A {cpu['B'] / max(cpu['A'], 1e-9):.3f}; found A {found['A']} B {found['B']}")
+          f"B {cpu['B']:.4f}, B/A {cpu['B'] / cpu['A']:.3f} (paired {cpu_paired:.3f}); found A {found['A']} B {found['B']}")
 PY

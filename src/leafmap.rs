@@ -291,12 +291,19 @@ impl Page {
         }
     }
 
-    /// The page's LSN. Through `BufferGetLSNAtomic`, not `PageGetLSN`: with data checksums or
-    /// `wal_log_hints` (checksums are on by default from PostgreSQL 18), a backend setting a hint
-    /// under a share lock may set the LSN meanwhile.
+    /// The page's LSN. A backend setting a hint under a share lock sets the LSN too when hints
+    /// are WAL-logged (data checksums, on by default from PostgreSQL 18, or `wal_log_hints`), so
+    /// then it is read through `BufferGetLSNAtomic` as nbtree's `_bt_killitems` does to tell
+    /// whether a page changed; otherwise nothing changes it under the share lock and it is read
+    /// from the header (`PageGetLSN`), the fast path of `BufferGetLSNAtomic` without the call.
     fn lsn(&self) -> u64 {
-        // SAFETY: the buffer is pinned.
-        unsafe { pg_sys::BufferGetLSNAtomic(self.buffer) }
+        if hints_logged() {
+            // SAFETY: the buffer is pinned.
+            return unsafe { buffer_get_lsn_atomic(self.buffer) };
+        }
+        // SAFETY: the header lies at the start of the pinned, share-locked block.
+        let lsn = unsafe { std::ptr::read(&raw const (*self.header).pd_lsn) };
+        (u64::from(lsn.xlogid) << 32) | u64::from(lsn.xrecoff)
     }
 
     /// The page's B-tree special space (`BTPageGetOpaque`), or None for a page that is new, of
@@ -356,8 +363,7 @@ impl Page {
     /// size inside the page.
     fn tuple(&self, offset: pg_sys::OffsetNumber) -> Option<Tuple<'_>> {
         // SAFETY: an aligned line pointer inside the block.
-        let id = unsafe { std::ptr::read(self.line_pointer(offset)?) };
-        let (at, len) = (id.lp_off() as usize, id.lp_len() as usize);
+        let (at, len) = item_id_offset_length(unsafe { std::ptr::read(self.line_pointer(offset)?) });
         (at.is_multiple_of(pg_sys::MAXIMUM_ALIGNOF as usize)
             && len >= std::mem::size_of::<pg_sys::IndexTupleData>()
             && at + len <= BLOCK_SIZE)
@@ -370,6 +376,21 @@ impl Page {
     }
 }
 
+/// `lp_off` and `lp_len` of a line pointer (`ItemIdGetOffset`, `ItemIdGetLength`). Taken from its
+/// 32 bits by shifts rather than through the bindings' bitfield getters, which assemble each field
+/// bit by bit (a dozen instructions per field, for every tuple a probe reads): C lays the
+/// bitfields out from the least significant bit on the little-endian targets pgrx builds for, so
+/// `lp_off` is bits 0 to 14, `lp_flags` 15 and 16, `lp_len` 17 to 31 (a test compares with the
+/// getters).
+#[inline(always)]
+fn item_id_offset_length(id: pg_sys::ItemIdData) -> (usize, usize) {
+    // SAFETY: `ItemIdData` is 4 bytes of plain bits.
+    let bits: u32 = unsafe { std::mem::transmute(id) };
+    ((bits & 0x7FFF) as usize, (bits >> 17) as usize)
+}
+
+const _: () = assert!(cfg!(target_endian = "little"));
+
 /// `P_FIRSTDATAKEY`: the first item that is not the high key (a rightmost page has none).
 fn first_data_key(opaque: &BTPageOpaqueData) -> pg_sys::OffsetNumber {
     if opaque.btpo_next == P_NONE {
@@ -377,6 +398,31 @@ fn first_data_key(opaque: &BTPageOpaqueData) -> pg_sys::OffsetNumber {
     } else {
         P_FIRSTKEY
     }
+}
+
+/// `XLogHintBitIsNeeded()`: whether setting a hint may WAL-log the page and set its LSN. Neither
+/// data checksums nor `wal_log_hints` (a postmaster setting) change while a server runs, so it is
+/// asked once per backend.
+fn hints_logged() -> bool {
+    thread_local! {
+        static HINTS_LOGGED: Cell<Option<bool>> = const { Cell::new(None) };
+    }
+    HINTS_LOGGED.with(|known| {
+        *known.get().get_or_insert_with(|| {
+            // SAFETY: reads of the control file's checksum version and a GUC, in a backend.
+            let logged = unsafe { pg_sys::DataChecksumsEnabled() || pg_sys::wal_log_hints };
+            known.set(Some(logged));
+            logged
+        })
+    })
+}
+
+unsafe extern "C" {
+    /// `BufferGetLSNAtomic` (storage/bufmgr.h), declared here without the guard pgrx puts around
+    /// the functions of its bindings (a `sigsetjmp` per call, once per probe here): it raises no
+    /// error to catch, taking at most the buffer header's spinlock.
+    #[link_name = "BufferGetLSNAtomic"]
+    fn buffer_get_lsn_atomic(buffer: pg_sys::Buffer) -> pg_sys::XLogRecPtr;
 }
 
 impl Drop for Page {
@@ -875,7 +921,7 @@ impl UnlockedPage {
     /// Where the line pointer of item `offset` says its tuple is, inside the block.
     fn item_address(self, offset: i64) -> *const u8 {
         let id: pg_sys::ItemIdData = self.read(Self::line_pointer_offset(offset));
-        self.0.wrapping_add(id.lp_off() as usize % BLOCK_SIZE)
+        self.0.wrapping_add(item_id_offset_length(id).0 % BLOCK_SIZE)
     }
 }
 
@@ -1292,5 +1338,28 @@ mod compat {
         return pg_sys::TupleDescAttr(desc, i as i32);
         #[cfg(not(feature = "pg18"))]
         return (*desc).attrs.as_ptr().add(i);
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use pgrx::pg_sys;
+
+    #[test]
+    fn line_pointer_fields_by_shifts_match_the_bindings() {
+        for (off, flags, len) in [
+            (0, 0, 0),
+            (8168, 1, 24),
+            (0x7FFF, 3, 0x7FFF),
+            (24, 2, 1),
+            (4096, 0, 8),
+        ] {
+            let mut id = pg_sys::ItemIdData::default();
+            id.set_lp_off(off);
+            id.set_lp_flags(flags);
+            id.set_lp_len(len);
+            assert_eq!(super::item_id_offset_length(id), (off as usize, len as usize));
+            assert_eq!((id.lp_off(), id.lp_flags(), id.lp_len()), (off, flags, len));
+        }
     }
 }
