@@ -91,8 +91,14 @@ per_major_suites() {
     pgxs=$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")
     install -d "$out"
     regress_tests=$(cd tests/pg_regress/sql && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | sort)
+    # The goldens find their data files through psql's \getenv PG_ABS_SRCDIR (pg_regress sets it from
+    # PostgreSQL 15 on). PostgreSQL 14's psql has no \getenv: its server is tested through Debian's
+    # psql 15 as the client, with the variable set here.
+    local client_bin=$PG_BIN
+    ((PG_MAJOR >= 15)) || client_bin=$(dirname "$DEBIAN_PG_CONFIG")
     status=0
-    "$pgxs/test/regress/pg_regress" --bindir="$PG_BIN" --host=/tmp --port="$REGRESS_PORT" --user=postgres \
+    PG_ABS_SRCDIR=$ROOT/tests/pg_regress \
+        "$pgxs/test/regress/pg_regress" --bindir="$client_bin" --host=/tmp --port="$REGRESS_PORT" --user=postgres \
         --inputdir=tests/pg_regress --outputdir="$out/regress" --dbname=simhash_regress \
         --load-extension=simhash_ext $regress_tests || {
         status=1
