@@ -480,6 +480,23 @@ mod tests {
     }
 
     fn all_options() -> Vec<Options> {
+        // 0.2.0's weightings with and without stop words, never folded; v2's as 0.3.0 resolves them.
+        let v1 = [
+            (1, Weighting::Tf),
+            (1, Weighting::Binary),
+            (1, Weighting::TfIdf),
+            (3, Weighting::Tf),
+            (2, Weighting::Binary),
+        ];
+        let v2 = [
+            (1, Weighting::LogTf),
+            (2, Weighting::LogTf),
+            (1, Weighting::LogTfIdf),
+            (1, Weighting::LogTfEdge),
+            (2, Weighting::LogTfEdge),
+        ];
+        let v1_filters = [(false, Fold::None), (true, Fold::None)];
+        let v2_filters = [(false, Fold::None), (true, Fold::Simplified)];
         let mut out = Vec::new();
         for tokenizer in [
             Tokenizer::Jieba,
@@ -487,38 +504,17 @@ mod tests {
             Tokenizer::Char,
             Tokenizer::Bigram,
         ] {
-            for (shingle, weighting) in [
-                (1, Weighting::Tf),
-                (1, Weighting::Binary),
-                (1, Weighting::TfIdf),
-                (3, Weighting::Tf),
-                (2, Weighting::Binary),
-            ] {
-                for stopwords in [false, true] {
-                    out.push(Options {
-                        tokenizer,
-                        shingle,
-                        weighting,
-                        stopwords,
-                        fold: Fold::None,
-                    });
-                }
-            }
-            for (shingle, weighting) in [
-                (1, Weighting::LogTf),
-                (2, Weighting::LogTf),
-                (1, Weighting::LogTfIdf),
-                (1, Weighting::LogTfEdge),
-                (2, Weighting::LogTfEdge),
-            ] {
-                for (stopwords, fold) in [(false, Fold::None), (true, Fold::Simplified)] {
-                    out.push(Options {
-                        tokenizer,
-                        shingle,
-                        weighting,
-                        stopwords,
-                        fold,
-                    });
+            for (weightings, filters) in [(&v1, &v1_filters), (&v2, &v2_filters)] {
+                for &(shingle, weighting) in weightings {
+                    for &(stopwords, fold) in filters {
+                        out.push(Options {
+                            tokenizer,
+                            shingle,
+                            weighting,
+                            stopwords,
+                            fold,
+                        });
+                    }
                 }
             }
         }

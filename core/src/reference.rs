@@ -3,16 +3,17 @@
 //! The reference pipeline: the steps of the fingerprint written as plainly as they are defined, kept
 //! as the oracle that the fast path ([`crate::fast`]) is tested against, bit for bit.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::hash_map::RandomState;
+use std::collections::{HashSet, VecDeque};
 
 use crate::error::{memory_low, OutOfMemory};
 use crate::fold::to_simplified;
-use crate::grow::{grow_map, grow_set, grow_vec};
+use crate::grow::grow_set;
 use crate::hash::{fmix64, Fnv1a64};
 use crate::normalize::{chunks, normalize, Chunking};
 use crate::options::{Fold, Options, Weighting};
 use crate::tokenize::{for_each_token, keep};
-use crate::weight::{float_weight, token_idf, EdgeSums};
+use crate::weight::{token_idf, DistinctFeatures};
 
 /// A feature as the pipeline hands it over: one token, or a window of `shingle` tokens.
 pub(crate) enum FeatureRef<'a> {
@@ -251,39 +252,19 @@ pub fn reference_try_fingerprint_with(
         // Float weights: summed per distinct feature in order of first occurrence, as SPEC §2 says.
         Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge => {
             let weighting = options.weighting;
-            let mut index: HashMap<u64, usize> = HashMap::new();
-            let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
-            let mut edges = EdgeSums::new(weighting);
+            let mut distinct = DistinctFeatures::<RandomState>::new(weighting);
             for_each_feature(text, options, chunking, interrupt, |f| {
-                let h = f.hash();
-                let i = match index.get(&h) {
-                    Some(&i) => i,
-                    None => {
-                        grow_map(&mut index)?;
-                        grow_vec(&mut distinct)?;
-                        let idf = match &f {
-                            FeatureRef::Token(t) => token_idf(weighting, t),
-                            FeatureRef::Shingle(..)
-                                if matches!(weighting, Weighting::LogTf | Weighting::LogTfEdge) =>
-                            {
-                                1.0
-                            }
-                            FeatureRef::Shingle(..) => token_idf(weighting, &f.text()),
-                        };
-                        distinct.push((h, 0, idf));
-                        index.insert(h, distinct.len() - 1);
-                        distinct.len() - 1
+                distinct.add(f.hash(), || match &f {
+                    FeatureRef::Token(t) => token_idf(weighting, t),
+                    FeatureRef::Shingle(..)
+                        if matches!(weighting, Weighting::LogTf | Weighting::LogTfEdge) =>
+                    {
+                        1.0
                     }
-                };
-                distinct[i].1 += 1;
-                edges.push(i)
+                    FeatureRef::Shingle(..) => token_idf(weighting, &f.text()),
+                })
             })?;
-            edges.finish();
-            (!distinct.is_empty()).then(|| {
-                accumulate(distinct.iter().enumerate().map(|(i, &(h, tf, idf))| {
-                    (h, float_weight(weighting, tf as f64, edges.factor(i, tf, idf)))
-                }))
-            })
+            distinct.finish().map(accumulate)
         }
     })
 }

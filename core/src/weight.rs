@@ -2,10 +2,11 @@
 //! do the same arithmetic: the IDF factor of a token, the edge factors of 'logtfedge', and the
 //! weight from the term frequency.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasher;
 
 use crate::error::OutOfMemory;
-use crate::grow::grow_vec;
+use crate::grow::{grow_map, grow_vec};
 use crate::idf::{idf_v2, IdfTable};
 use crate::options::Weighting;
 
@@ -91,6 +92,63 @@ impl EdgeSums {
         } else {
             idf
         }
+    }
+}
+
+/// The distinct features of a text under a float weighting ('tfidf', 'logtf', 'logtfidf',
+/// 'logtfedge'), by hash: in order of first occurrence, each with its term frequency, the IDF factor
+/// taken at its first occurrence and its edge factors. Float sums depend on order; the reference and
+/// the fast path both keep their features here, so both sum the same weights in the same order. `S`
+/// hashes the map of feature hashes; only which features are distinct depends on it, never their
+/// order (kept in a vector).
+pub(crate) struct DistinctFeatures<S> {
+    weighting: Weighting,
+    index: HashMap<u64, usize, S>,
+    /// (hash, term frequency, IDF factor) of every distinct feature, in order of first occurrence.
+    distinct: Vec<(u64, u64, f64)>,
+    edges: EdgeSums,
+}
+
+impl<S: BuildHasher + Default> DistinctFeatures<S> {
+    pub(crate) fn new(weighting: Weighting) -> Self {
+        DistinctFeatures {
+            weighting,
+            index: HashMap::default(),
+            distinct: Vec::new(),
+            edges: EdgeSums::new(weighting),
+        }
+    }
+
+    /// One occurrence of the feature whose hash is `h`; `idf` gives its IDF factor, asked at its
+    /// first occurrence only.
+    pub(crate) fn add(&mut self, h: u64, idf: impl FnOnce() -> f64) -> Result<(), OutOfMemory> {
+        let i = match self.index.get(&h) {
+            Some(&i) => i,
+            None => {
+                grow_map(&mut self.index)?;
+                grow_vec(&mut self.distinct)?;
+                self.distinct.push((h, 0, idf()));
+                self.index.insert(h, self.distinct.len() - 1);
+                self.distinct.len() - 1
+            }
+        };
+        self.distinct[i].1 += 1;
+        self.edges.push(i)
+    }
+
+    /// The text has ended: every distinct feature's hash and weight, in order of first occurrence;
+    /// `None` when the text had none.
+    pub(crate) fn finish(&mut self) -> Option<impl Iterator<Item = (u64, f64)> + '_> {
+        if self.distinct.is_empty() {
+            return None;
+        }
+        self.edges.finish();
+        let (weighting, edges) = (self.weighting, &self.edges);
+        Some(
+            self.distinct.iter().enumerate().map(move |(i, &(h, tf, idf))| {
+                (h, float_weight(weighting, tf as f64, edges.factor(i, tf, idf)))
+            }),
+        )
     }
 }
 

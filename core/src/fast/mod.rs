@@ -67,13 +67,13 @@ mod test_support;
 mod tokenize;
 mod words;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use crate::error::OutOfMemory;
-use crate::grow::{grow_map, grow_set, grow_vec};
+use crate::grow::grow_set;
 use crate::normalize::Chunking;
 use crate::options::{Options, Weighting};
-use crate::weight::{float_weight, token_idf, EdgeSums};
+use crate::weight::{token_idf, DistinctFeatures};
 use bits::{float_fingerprint, SwarCounts};
 use hashing::PassBuild;
 use logtf::logtf_or_reference;
@@ -149,10 +149,9 @@ pub(crate) fn try_fingerprint(
     })
 }
 
-/// The other float weightings. Float sums depend on order: the reference's exact steps (distinct
-/// features by hash, in order of first occurrence, the IDF factor taken at the first occurrence,
-/// the weight by the shared `float_weight`, summed in the reference's order), only with the
-/// faster tokens. `token` is given for shingle 1 only, the one case with an IDF lookup ('logtf'
+/// The other float weightings. Float sums depend on order: the reference's exact steps (its
+/// [`DistinctFeatures`], summed in its order), only with the faster tokens and a map that does not
+/// hash feature hashes again. `token` is given for shingle 1 only, the one case with an IDF lookup ('logtf'
 /// shingles take the factor 1, as in the reference).
 fn float_weighted(
     text: &str,
@@ -161,29 +160,9 @@ fn float_weighted(
     interrupt: &mut dyn FnMut(),
     weighting: Weighting,
 ) -> Result<Option<u64>, OutOfMemory> {
-    let mut index: HashMap<u64, usize, PassBuild> = HashMap::default();
-    let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
-    let mut edges = EdgeSums::new(weighting);
+    let mut distinct = DistinctFeatures::<PassBuild>::new(weighting);
     for_each_feature_hash(text, options, chunking, interrupt, |h, token| {
-        let i = match index.get(&h) {
-            Some(&i) => i,
-            None => {
-                grow_map(&mut index)?;
-                grow_vec(&mut distinct)?;
-                let idf = token_idf(weighting, token.unwrap_or_default());
-                distinct.push((h, 0, idf));
-                index.insert(h, distinct.len() - 1);
-                distinct.len() - 1
-            }
-        };
-        distinct[i].1 += 1;
-        edges.push(i)
+        distinct.add(h, || token_idf(weighting, token.unwrap_or_default()))
     })?;
-    edges.finish();
-    Ok((!distinct.is_empty()).then(|| {
-        float_fingerprint(distinct.iter().enumerate().map(|(i, &(h, tf, idf))| {
-            let factor = edges.factor(i, tf, idf);
-            (h, float_weight(weighting, tf as f64, factor))
-        }))
-    }))
+    Ok(distinct.finish().map(float_fingerprint))
 }
