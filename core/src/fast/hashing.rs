@@ -3,6 +3,8 @@
 
 use crate::hash::{fmix64, Fnv1a64};
 
+/// The feature hash of one token: FNV-1a of its bytes, then fmix64.
+#[inline]
 pub(super) fn token_hash(token: &str) -> u64 {
     let mut h = Fnv1a64::default();
     h.write(token.as_bytes());

@@ -23,7 +23,7 @@
 //! - **Accumulation** counts eight bits per byte lane of a `u64` (eight 8-bit counters per word,
 //!   flushed before they can overflow) instead of one counter per bit per feature.
 //!
-//! It is reached only through [`crate::fingerprint`], which sends it the options that
+//! It is reached only through [`crate::fingerprint`](mod@crate::fingerprint), which sends it the options that
 //! `fast_path_supports` accepts and all others to the reference; nothing here checks options again.
 //!
 //! One file a stage, in the order a chunk of text goes through them:
