@@ -218,8 +218,8 @@ pub fn accumulate(features: impl IntoIterator<Item = (u64, f64)>) -> u64 {
     (0..64).fold(0u64, |fp, i| fp | (u64::from(v[i] > 0.0) << i))
 }
 
-/// The reference pipeline of [`try_fingerprint_with`](crate::try_fingerprint_with): the straightforward steps of SPEC §2, kept as
-/// the definition that the fast path is tested against.
+/// The reference pipeline of [`try_fingerprint_with`](crate::try_fingerprint_with): the
+/// straightforward steps of SPEC §2, kept as the definition that the fast path is tested against.
 pub fn reference_try_fingerprint_with(
     text: &str,
     options: &Options,
