@@ -162,7 +162,8 @@ pub(crate) fn token_idf(weighting: Weighting, token: &str) -> f64 {
 }
 
 /// The weight of a feature seen `tf` times whose IDF factor is `idf`. The same arithmetic serves
-/// [`fingerprint`](crate::fingerprint()) and [`features`](crate::features()), so that the features shown always add up to the fingerprint.
+/// [`fingerprint`](crate::fingerprint()) and [`features`](crate::features()), so that the
+/// features shown always add up to the fingerprint.
 pub(crate) fn float_weight(weighting: Weighting, tf: f64, idf: f64) -> f64 {
     match weighting {
         Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge => (1.0 + tf.ln()) * idf,

@@ -4,8 +4,8 @@
 use super::hashing::{chars_hash, fnv_low_bytes};
 use crate::hash::fmix64;
 
-/// [`Ring`](super::shingle::Ring) for the 'char' tokenizer, whose shingles are `n` characters joined by "": the last `n`
-/// kept characters, hashed through their UTF-8 bytes.
+/// [`Ring`](super::shingle::Ring) for the 'char' tokenizer, whose shingles are `n` characters
+/// joined by "": the last `n` kept characters, hashed through their UTF-8 bytes.
 ///
 /// Shingles of up to [`SHORT_SHINGLE`] characters (the common ones) keep the last characters in a
 /// fixed ring and the last eight bytes of their UTF-8 in `recent`, so that a window of at most

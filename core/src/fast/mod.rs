@@ -18,8 +18,8 @@
 //!   neighbours told by byte offsets, since the scanner leaves out tokens that end a run.
 //! - **Float weightings** ('tfidf', 'logtf', 'logtfidf', 'logtfedge') keep the reference's order and
 //!   arithmetic (distinct features in order of first occurrence, the weights and edge factors of
-//!   [`crate::weight`], which both use), with a pass-through hasher for the map of distinct features and sign-bit
-//!   flips instead of branches in the sums.
+//!   [`crate::weight`], which both use), with a pass-through hasher for the map of distinct
+//!   features and sign-bit flips instead of branches in the sums.
 //! - **Accumulation** counts eight bits per byte lane of a `u64` (eight 8-bit counters per word,
 //!   flushed before they can overflow) instead of one counter per bit per feature.
 //!

@@ -66,7 +66,8 @@ const fn class_of(b: u8) -> Ascii {
 enum Next {
     End,
     Ascii(Ascii),
-    /// A CJK ideograph or one of [`is_cjk_punctuation`](super::classes::is_cjk_punctuation): class Other, never Extend/Format/ZWJ.
+    /// A CJK ideograph or one of [`is_cjk_punctuation`](super::classes::is_cjk_punctuation):
+    /// class Other, never Extend/Format/ZWJ.
     PlainOther,
     Unknown,
 }
