@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use crate::error::OutOfMemory;
-use crate::fingerprint::{try_features, Feature};
+use crate::features::{try_features, Feature};
 use crate::options::Options;
 
 /// How many features a bit names for each side: the strongest ones pushing it toward that side's value.

@@ -51,7 +51,7 @@ pub enum Weighting {
     /// `shingle = 1` only.
     LogTfIdf,
     /// `'logtf'` whose occurrences near the start or the end of the text weigh less (algorithm v2,
-    /// [`crate::fingerprint::edge_factor`]): a header or footer added around a text moves fewer bits.
+    /// [`crate::weight::edge_factor`]): a header or footer added around a text moves fewer bits.
     LogTfEdge,
 }
 
