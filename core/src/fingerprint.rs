@@ -119,7 +119,7 @@ mod tests {
     use crate::weight::{edge_factor, EDGE_FLOOR, EDGE_SPAN};
     use proptest::prelude::*;
 
-    /// The defaults of 0.2.0, spelled out: the golden vectors of SPEC §2 were taken with them, and
+    /// The defaults of 0.2.0, spelled out: the golden vectors (docs/ARCHITECTURE.md §3.3) were taken with them, and
     /// a change of `Options::default()` must not move them.
     fn v1() -> Options {
         Options {

@@ -1,4 +1,4 @@
-//! The SimHash fingerprint (SPEC §2 steps 4–9): shingles, weights, accumulation, sign.
+//! The SimHash fingerprint (docs/ARCHITECTURE.md §2.6–2.9): shingles, weights, accumulation, sign.
 //!
 //! The reference pipeline: the steps of the fingerprint written as plainly as they are defined, kept
 //! as the oracle that the fast path ([`crate::fast`]) is tested against, bit for bit.
@@ -219,7 +219,7 @@ pub fn accumulate(features: impl IntoIterator<Item = (u64, f64)>) -> u64 {
 }
 
 /// The reference pipeline of [`try_fingerprint_with`](crate::try_fingerprint_with): the
-/// straightforward steps of SPEC §2, kept as the definition that the fast path is tested against.
+/// straightforward steps of docs/ARCHITECTURE.md §2, kept as the definition that the fast path is tested against.
 pub fn reference_try_fingerprint_with(
     text: &str,
     options: &Options,
@@ -249,7 +249,7 @@ pub fn reference_try_fingerprint_with(
             })?;
             counts.fingerprint()
         }
-        // Float weights: summed per distinct feature in order of first occurrence, as SPEC §2 says.
+        // Float weights: summed per distinct feature in order of first occurrence, as docs/ARCHITECTURE.md §2.7 says.
         Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge => {
             let weighting = options.weighting;
             let mut distinct = DistinctFeatures::<RandomState>::new(weighting);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Huge inputs and cancellation (SPEC §5): a 100 MB text is fingerprinted with memory bounded by about
+# Huge inputs and cancellation (docs/ARCHITECTURE.md §2.2): a 100 MB text is fingerprinted with memory bounded by about
 # one copy of it (peak RSS of the backend reported against the text size); a text near the 1 GB
 # varlena limit ends in a result or a clean ERROR, never a crash; statement_timeout and
 # pg_cancel_backend stop a long simhash(), simhash_features() or trigger within a second.
