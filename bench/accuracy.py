@@ -3,7 +3,7 @@
 Fingerprints are computed by the SQL function simhash() in the benchmark's PostgreSQL server, one
 statement per configuration over all evaluation texts, two configurations at a time (two cores).
 A pair is predicted "near-duplicate" at threshold k when both texts have a fingerprint and
-hamming(a, b) <= k (a NULL fingerprint is nobody's duplicate, SPEC §2 step 9). pg_trgm's
+hamming(a, b) <= k (a NULL fingerprint is nobody's duplicate, docs/ARCHITECTURE.md §2.9). pg_trgm's
 similarity(a, b) is computed on the same pairs in the same server, predicted duplicate at >= t.
 """
 
@@ -27,7 +27,7 @@ def configs():
         for shingle in (1, 2, 3):
             for weighting in ("tf", "binary", "tfidf"):
                 if weighting == "tfidf" and shingle != 1:
-                    continue  # SPEC §2 step 5: tfidf only with shingle = 1
+                    continue  # docs/ARCHITECTURE.md §2.7: tfidf only with shingle = 1
                 for stop in (True, False):
                     out.append((tok, shingle, weighting, stop))
     return out

@@ -73,7 +73,7 @@ def fingerprints(config):
     out = []
     for lang, pid, fp, bands in rows:
         u = fp & MASK
-        # SPEC §3: band i covers bits [16i, 16i+16), unsigned.
+        # docs/ARCHITECTURE.md §4.1: band i covers bits [16i, 16i+16), unsigned.
         assert bands == [(u >> (16 * i)) & 0xFFFF for i in range(NBANDS)], (fp, bands)
         out.append((lang, pid, u, tuple(bands)))
     return out, nulls

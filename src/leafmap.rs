@@ -82,13 +82,15 @@
 //! by default (hence the atomic LSN read). The relation fields this module reads were renamed:
 //! `rd_node` / `rd_firstRelfilenodeSubid` (14, 15) became `rd_locator` /
 //! `rd_firstRelfilelocatorSubid` (16 on), and 18 put compact attributes before `TupleDescData`'s
-//! `attrs`; they are read through `compat`.
+//! `attrs`; they are read through `crate::compat` (src/compat.rs).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::prelude::*;
+
+use crate::compat;
 
 /// Probe batches served from leaf lists in this backend (tests show the lists are used).
 pub static SERVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -250,13 +252,7 @@ impl Page {
         block: pg_sys::BlockNumber,
         recent: &mut pg_sys::Buffer,
     ) -> Page {
-        let buffer = if *recent != 0
-            && pg_sys::ReadRecentBuffer(
-                compat::rel_locator(index),
-                pg_sys::ForkNumber::MAIN_FORKNUM,
-                block,
-                *recent,
-            ) {
+        let buffer = if *recent != 0 && compat::read_recent_buffer(index, block, *recent) {
             *recent
         } else {
             *recent = pg_sys::ReadBufferExtended(
@@ -625,9 +621,8 @@ unsafe fn layout_ok(index: pg_sys::Relation) -> bool {
     {
         return false;
     }
-    if (*compat::tuple_desc_attr(desc, 0)).atttypid != pg_sys::INT4OID
-        || (*compat::tuple_desc_attr(desc, 1)).atttypid != pg_sys::INT8OID
-    {
+    let attr = |i| compat::tuple_desc_attr(desc, i).atttypid;
+    if attr(0) != pg_sys::INT4OID || attr(1) != pg_sys::INT8OID {
         return false;
     }
     Page::read(index, BTREE_METAPAGE)
@@ -643,8 +638,8 @@ unsafe fn layout_ok(index: pg_sys::Relation) -> bool {
 unsafe fn needs_wal(index: pg_sys::Relation) -> bool {
     (*(*index).rd_rel).relpersistence as u8 == pg_sys::RELPERSISTENCE_PERMANENT
         && (pg_sys::wal_level >= pg_sys::WalLevel::WAL_LEVEL_REPLICA as i32
-            // 0: InvalidSubTransactionId (created or given a new file in an earlier transaction)
-            || ((*index).rd_createSubid == 0 && compat::first_relfilenumber_subid(index) == 0))
+            // Created or given a new file in an earlier transaction.
+            || !compat::new_in_this_transaction(index))
 }
 
 /// Reads the leaf list from the level above the leaves; None if the index is empty or a page is
@@ -1281,64 +1276,6 @@ pub unsafe fn equal_entries(
         LISTS.with(|lists| *lists.borrow_mut().entry(relid).or_default() = list);
     }
     served
-}
-
-/// Relation fields that PostgreSQL renamed between majors, read the same way on each.
-mod compat {
-    use pgrx::pg_sys;
-
-    /// The relation's physical file (`rd_node`, `rd_locator` from PostgreSQL 16).
-    ///
-    /// # Safety
-    /// `rel` must be an open relation.
-    #[cfg(any(feature = "pg14", feature = "pg15"))]
-    pub unsafe fn rel_locator(rel: pg_sys::Relation) -> pg_sys::RelFileNode {
-        (*rel).rd_node
-    }
-
-    /// The relation's physical file (`rd_node`, `rd_locator` from PostgreSQL 16).
-    ///
-    /// # Safety
-    /// `rel` must be an open relation.
-    #[cfg(not(any(feature = "pg14", feature = "pg15")))]
-    pub unsafe fn rel_locator(rel: pg_sys::Relation) -> pg_sys::RelFileLocator {
-        (*rel).rd_locator
-    }
-
-    /// The relation's file number (`relNode`, `relNumber` from PostgreSQL 16).
-    ///
-    /// # Safety
-    /// `rel` must be an open relation.
-    pub unsafe fn relfilenumber(rel: pg_sys::Relation) -> pg_sys::Oid {
-        #[cfg(any(feature = "pg14", feature = "pg15"))]
-        return (*rel).rd_node.relNode;
-        #[cfg(not(any(feature = "pg14", feature = "pg15")))]
-        return (*rel).rd_locator.relNumber;
-    }
-
-    /// The subtransaction that gave the relation its current file in this transaction, 0 if none
-    /// (`rd_firstRelfilenodeSubid`, `rd_firstRelfilelocatorSubid` from PostgreSQL 16).
-    ///
-    /// # Safety
-    /// `rel` must be an open relation.
-    pub unsafe fn first_relfilenumber_subid(rel: pg_sys::Relation) -> pg_sys::SubTransactionId {
-        #[cfg(any(feature = "pg14", feature = "pg15"))]
-        return (*rel).rd_firstRelfilenodeSubid;
-        #[cfg(not(any(feature = "pg14", feature = "pg15")))]
-        return (*rel).rd_firstRelfilelocatorSubid;
-    }
-
-    /// Attribute `i` (0-based) of a tuple descriptor (`TupleDescAttr`: PostgreSQL 18 puts the
-    /// compact attributes first).
-    ///
-    /// # Safety
-    /// `desc` must be a valid tuple descriptor with more than `i` attributes.
-    pub unsafe fn tuple_desc_attr(desc: pg_sys::TupleDesc, i: usize) -> *const pg_sys::FormData_pg_attribute {
-        #[cfg(feature = "pg18")]
-        return pg_sys::TupleDescAttr(desc, i as i32);
-        #[cfg(not(feature = "pg18"))]
-        return (*desc).attrs.as_ptr().add(i);
-    }
 }
 
 #[cfg(test)]

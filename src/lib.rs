@@ -5,6 +5,7 @@ use pgrx::prelude::*;
 
 mod bands;
 mod citus;
+mod compat;
 mod dedup;
 mod deferred;
 mod errors;

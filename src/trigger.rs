@@ -133,7 +133,7 @@ impl Attachment {
 fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
     let owner = unsafe {
         (
-            (*pg_sys::MyProc).lxid,
+            crate::compat::local_transaction_id(),
             pg_sys::GetCurrentSubTransactionId(),
             relid,
         )
@@ -577,7 +577,7 @@ fn check_type(tupdesc: pg_sys::TupleDesc, attnum: i32, table: &str, allowed: &[p
 }
 
 fn attribute(tupdesc: pg_sys::TupleDesc, attnum: i32) -> &'static pg_sys::FormData_pg_attribute {
-    unsafe { &*(*tupdesc).attrs.as_ptr().add(attnum as usize - 1) }
+    unsafe { crate::compat::tuple_desc_attr(tupdesc, attnum as usize - 1) }
 }
 
 unsafe fn getattr(

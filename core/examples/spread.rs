@@ -27,7 +27,7 @@
 //!     CHECKED  spec  C                 (pairs within C were checked for copies: K, or 8 when more
 //!                                       than 2,000,000 pairs lie within K)
 //!     RELATED  spec  d  pairs          (d = 0..C: pairs found related and removed from HIST)
-//!     BAND     spec  band  largest_bucket  rows   (4 bands of 16 bits, SPEC §3)
+//!     BAND     spec  band  largest_bucket  rows   (4 bands of 16 bits, docs/ARCHITECTURE.md §4.1)
 //!     EXAMPLE  spec  i  j  d           (a few unrelated pairs within distance 3, line numbers from 0)
 //!
 //! A pair within distance C is "related" when the two texts share more than 30 % of

@@ -29,7 +29,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use simhash_core::fingerprint::reference_try_fingerprint_with;
+use simhash_core::reference::reference_try_fingerprint_with;
 use simhash_core::{fingerprint, Chunking, Options};
 
 struct Config {

@@ -1,4 +1,4 @@
-//! Cutting a fingerprint into bands (SPEC §3). With n bands, two fingerprints within Hamming
+//! Cutting a fingerprint into bands (docs/ARCHITECTURE.md §4.1). With n bands, two fingerprints within Hamming
 //! distance n-1 agree on at least one band (pigeonhole), so equal bands find every such pair.
 
 use crate::error::OptionError;

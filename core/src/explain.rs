@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use crate::error::OutOfMemory;
-use crate::fingerprint::{try_features, Feature};
+use crate::features::{try_features, Feature};
 use crate::options::Options;
 
 /// How many features a bit names for each side: the strongest ones pushing it toward that side's value.
@@ -65,7 +65,8 @@ impl ExplainedFeature {
 pub struct BitExplanation {
     /// Bit position, 0 (least significant) to 63.
     pub bit: u32,
-    /// SPEC §2 step 7's sum for this bit over a's features: the bit is 1 iff the sum is above 0.
+    /// The per-bit sum of docs/ARCHITECTURE.md §2.9 for this bit over a's features: the bit is 1 iff
+    /// the sum is above 0.
     pub sum_a: f64,
     pub sum_b: f64,
     /// a's strongest features whose hash has this bit equal to a's bit, with their weights, strongest
@@ -224,7 +225,8 @@ fn quote(text: &str) -> String {
     format!("\"{text}\"")
 }
 
-/// Per-bit sums of SPEC §2 step 7 (`v[i] ± w` in the order given), as [`crate::accumulate`] forms them.
+/// Per-bit sums of docs/ARCHITECTURE.md §2.9 (`v[i] ± w` in the order given), as
+/// [`crate::accumulate`] forms them.
 fn sums(features: &[Feature]) -> [f64; 64] {
     let mut v = [0f64; 64];
     for f in features {

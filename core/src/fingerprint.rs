@@ -1,258 +1,15 @@
-//! The SimHash fingerprint (SPEC §2 steps 4–9): shingles, weights, accumulation, sign.
+//! The public fingerprint functions, and the one place that decides how a fingerprint is computed:
+//! by the fast path ([`crate::fast`]) where it supports the options, otherwise by the reference
+//! pipeline ([`crate::reference`]). Both give the same fingerprints, bit for bit; the golden
+//! vectors in the tests below pin them.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasher, Hash};
+use std::sync::OnceLock;
 
-use crate::error::{memory_low, OutOfMemory};
-use crate::fold::to_simplified;
-use crate::hash::{fmix64, Fnv1a64};
-use crate::idf::{idf_v2, IdfTable};
-use crate::normalize::{chunks, normalize, Chunking};
-use crate::options::{Fold, Options, Weighting};
-use crate::tokenize::{for_each_token, keep};
-
-/// One feature, as `simhash_features()` shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Feature {
-    pub text: String,
-    pub weight: f64,
-    pub hash: u64,
-}
-
-/// A feature as the pipeline hands it over: one token, or a window of `shingle` tokens.
-enum FeatureRef<'a> {
-    Token(&'a str),
-    Shingle(&'a VecDeque<String>, &'static str),
-}
-
-impl FeatureRef<'_> {
-    fn hash(&self) -> u64 {
-        let mut h = Fnv1a64::default();
-        match self {
-            FeatureRef::Token(t) => h.write(t.as_bytes()),
-            FeatureRef::Shingle(window, sep) => {
-                for (i, t) in window.iter().enumerate() {
-                    if i > 0 {
-                        h.write(sep.as_bytes());
-                    }
-                    h.write(t.as_bytes());
-                }
-            }
-        }
-        fmix64(h.finish())
-    }
-
-    fn text(&self) -> String {
-        match self {
-            FeatureRef::Token(t) => (*t).to_owned(),
-            FeatureRef::Shingle(window, sep) => {
-                window.iter().map(String::as_str).collect::<Vec<_>>().join(sep)
-            }
-        }
-    }
-
-    /// The feature's text in a string allocated fallibly: one of these is kept per distinct feature.
-    fn try_text(&self, features: usize) -> Result<String, OutOfMemory> {
-        let len = match self {
-            FeatureRef::Token(t) => t.len(),
-            FeatureRef::Shingle(window, sep) => {
-                window.iter().map(String::len).sum::<usize>() + sep.len() * window.len().saturating_sub(1)
-            }
-        };
-        let mut out = String::new();
-        out.try_reserve_exact(len).map_err(|_| OutOfMemory { features })?;
-        match self {
-            FeatureRef::Token(t) => out.push_str(t),
-            FeatureRef::Shingle(window, sep) => {
-                for (i, t) in window.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(sep);
-                    }
-                    out.push_str(t);
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Whether the feature's text is `text`, without building it.
-    fn text_eq(&self, text: &str) -> bool {
-        match self {
-            FeatureRef::Token(t) => *t == text,
-            FeatureRef::Shingle(window, sep) => {
-                let mut rest = text;
-                for (i, t) in window.iter().enumerate() {
-                    if i > 0 {
-                        let Some(r) = rest.strip_prefix(*sep) else {
-                            return false;
-                        };
-                        rest = r;
-                    }
-                    let Some(r) = rest.strip_prefix(t.as_str()) else {
-                        return false;
-                    };
-                    rest = r;
-                }
-                rest.is_empty()
-            }
-        }
-    }
-}
-
-/// Makes room for one more element in a vector that grows with the number of distinct features,
-/// reporting an allocation failure instead of aborting.
-pub(crate) fn grow_vec<T>(v: &mut Vec<T>) -> Result<(), OutOfMemory> {
-    if memory_low() {
-        return Err(OutOfMemory { features: v.len() });
-    }
-    if v.len() == v.capacity() {
-        v.try_reserve(1).map_err(|_| OutOfMemory { features: v.len() })?;
-    }
-    Ok(())
-}
-
-pub(crate) fn grow_map<K: Eq + Hash, V, S: BuildHasher>(m: &mut HashMap<K, V, S>) -> Result<(), OutOfMemory> {
-    if memory_low() {
-        return Err(OutOfMemory { features: m.len() });
-    }
-    if m.len() == m.capacity() {
-        m.try_reserve(1).map_err(|_| OutOfMemory { features: m.len() })?;
-    }
-    Ok(())
-}
-
-pub(crate) fn grow_set<K: Eq + Hash, S: BuildHasher>(s: &mut HashSet<K, S>) -> Result<(), OutOfMemory> {
-    if memory_low() {
-        return Err(OutOfMemory { features: s.len() });
-    }
-    if s.len() == s.capacity() {
-        s.try_reserve(1).map_err(|_| OutOfMemory { features: s.len() })?;
-    }
-    Ok(())
-}
-
-/// Turns the stream of kept tokens into features (step 4), across chunk boundaries.
-struct Shingler {
-    n: usize,
-    sep: &'static str,
-    window: VecDeque<String>,
-    kept: usize,
-}
-
-impl Shingler {
-    fn new(options: &Options) -> Self {
-        Shingler {
-            n: options.shingle,
-            sep: options.tokenizer.shingle_separator(),
-            window: VecDeque::with_capacity(options.shingle),
-            kept: 0,
-        }
-    }
-
-    fn push(&mut self, token: &str, sink: &mut impl FnMut(FeatureRef<'_>)) {
-        self.kept += 1;
-        if self.n == 1 {
-            return sink(FeatureRef::Token(token));
-        }
-        if self.window.len() == self.n {
-            self.window.pop_front();
-        }
-        self.window.push_back(token.to_owned());
-        if self.window.len() == self.n {
-            sink(FeatureRef::Shingle(&self.window, self.sep));
-        }
-    }
-
-    /// A text with fewer than n kept tokens gives one feature: all of them joined.
-    fn finish(&mut self, sink: &mut impl FnMut(FeatureRef<'_>)) {
-        if self.n > 1 && self.kept > 0 && self.kept < self.n {
-            sink(FeatureRef::Shingle(&self.window, self.sep));
-        }
-    }
-}
-
-/// Runs steps 1–4 over `text`, chunk by chunk, calling `interrupt` between chunks. Stops at the first
-/// error of `sink`.
-fn for_each_feature(
-    text: &str,
-    options: &Options,
-    chunking: Chunking,
-    interrupt: &mut dyn FnMut(),
-    mut sink: impl FnMut(FeatureRef<'_>) -> Result<(), OutOfMemory>,
-) -> Result<(), OutOfMemory> {
-    let mut shingler = Shingler::new(options);
-    let mut failed: Option<OutOfMemory> = None;
-    for chunk in chunks(text, chunking) {
-        interrupt();
-        if memory_low() {
-            failed = Some(OutOfMemory { features: 0 });
-            break;
-        }
-        let mut normalized = normalize(chunk);
-        if options.fold == Fold::Simplified {
-            normalized = to_simplified(&normalized);
-        }
-        for_each_token(&normalized, options.tokenizer, |token| {
-            if failed.is_none() && keep(token, options.stopwords) {
-                shingler.push(token, &mut |f| {
-                    if failed.is_none() {
-                        failed = sink(f).err();
-                    }
-                });
-            }
-        });
-        if failed.is_some() {
-            break;
-        }
-    }
-    if failed.is_none() {
-        shingler.finish(&mut |f| failed = sink(f).err());
-    }
-    failed.map_or(Ok(()), Err)
-}
-
-/// Per-bit counts of one bits over features of integer weight: `v[i] = 2·ones[i] − total`.
-struct BitCounts {
-    ones: [u64; 64],
-    total: u64,
-}
-
-impl BitCounts {
-    fn new() -> Self {
-        BitCounts {
-            ones: [0; 64],
-            total: 0,
-        }
-    }
-
-    #[inline]
-    fn add(&mut self, hash: u64) {
-        for (i, ones) in self.ones.iter_mut().enumerate() {
-            *ones += (hash >> i) & 1;
-        }
-        self.total += 1;
-    }
-
-    fn fingerprint(&self) -> Option<u64> {
-        (self.total > 0)
-            .then(|| (0..64).fold(0u64, |fp, i| fp | (u64::from(2 * self.ones[i] > self.total) << i)))
-    }
-}
-
-/// Step 7–8 for explicit weights: `v[i] ± w` per feature, in the order given; bit i set iff `v[i] > 0`.
-pub fn accumulate(features: impl IntoIterator<Item = (u64, f64)>) -> u64 {
-    let mut v = [0f64; 64];
-    for (hash, w) in features {
-        for (i, vi) in v.iter_mut().enumerate() {
-            if (hash >> i) & 1 == 1 {
-                *vi += w;
-            } else {
-                *vi -= w;
-            }
-        }
-    }
-    (0..64).fold(0u64, |fp, i| fp | (u64::from(v[i] > 0.0) << i))
-}
+use crate::error::OutOfMemory;
+use crate::fast;
+use crate::normalize::Chunking;
+use crate::options::{Fold, Options, Tokenizer, Weighting};
+use crate::reference::reference_try_fingerprint_with;
 
 /// The fingerprint of `text`, or `None` when it has no features (step 9).
 pub fn fingerprint(text: &str, options: &Options) -> Option<u64> {
@@ -273,274 +30,96 @@ pub fn fingerprint_with(
 /// [`fingerprint_with`] that reports a failure to allocate the collections growing with the number of
 /// distinct features (`'binary'` and `'tfidf'` weighting; `'tf'` needs none) instead of aborting.
 ///
-/// Runs the fast path ([`crate::fast`]) when it supports the options, otherwise the reference
-/// pipeline [`reference_try_fingerprint_with`]; both give the same fingerprints.
+/// Runs the fast path ([`crate::fast`]) when it supports the options ([`fast_path_supports`]),
+/// otherwise the reference pipeline [`reference_try_fingerprint_with`]; both give the same
+/// fingerprints.
 pub fn try_fingerprint_with(
     text: &str,
     options: &Options,
     chunking: Chunking,
     interrupt: &mut dyn FnMut(),
 ) -> Result<Option<u64>, OutOfMemory> {
-    match crate::fast::try_fingerprint_fast(text, options, chunking, interrupt) {
-        Some(result) => result,
-        None => reference_try_fingerprint_with(text, options, chunking, interrupt),
+    if fast_path_supports(options) {
+        fast::try_fingerprint(text, options, chunking, interrupt)
+    } else {
+        reference_try_fingerprint_with(text, options, chunking, interrupt)
     }
 }
 
-/// The reference pipeline of [`try_fingerprint_with`]: the straightforward steps of SPEC §2, kept as
-/// the definition that the fast path is tested against.
-pub fn reference_try_fingerprint_with(
+/// The fast path alone, as [`try_fingerprint_with`] runs it; `None` when [`fast_path_supports`]
+/// says no. The differential test compares it with [`reference_try_fingerprint_with`].
+pub fn try_fingerprint_fast(
     text: &str,
     options: &Options,
     chunking: Chunking,
     interrupt: &mut dyn FnMut(),
-) -> Result<Option<u64>, OutOfMemory> {
-    Ok(match options.weighting {
-        // Integer weights: summing per occurrence equals summing tf per distinct feature.
-        Weighting::Tf => {
-            let mut counts = BitCounts::new();
-            for_each_feature(text, options, chunking, interrupt, |f| {
-                counts.add(f.hash());
-                Ok(())
-            })?;
-            counts.fingerprint()
-        }
-        Weighting::Binary => {
-            let mut counts = BitCounts::new();
-            let mut seen = HashSet::new();
-            for_each_feature(text, options, chunking, interrupt, |f| {
-                let h = f.hash();
-                grow_set(&mut seen)?;
-                if seen.insert(h) {
-                    counts.add(h);
-                }
-                Ok(())
-            })?;
-            counts.fingerprint()
-        }
-        // Float weights: summed per distinct feature in order of first occurrence, as SPEC §2 says.
-        Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge => {
-            let weighting = options.weighting;
-            let mut index: HashMap<u64, usize> = HashMap::new();
-            let mut distinct: Vec<(u64, u64, f64)> = Vec::new();
-            let mut edges = EdgeSums::new(weighting);
-            for_each_feature(text, options, chunking, interrupt, |f| {
-                let h = f.hash();
-                let i = match index.get(&h) {
-                    Some(&i) => i,
-                    None => {
-                        grow_map(&mut index)?;
-                        grow_vec(&mut distinct)?;
-                        let idf = match &f {
-                            FeatureRef::Token(t) => token_idf(weighting, t),
-                            FeatureRef::Shingle(..)
-                                if matches!(weighting, Weighting::LogTf | Weighting::LogTfEdge) =>
-                            {
-                                1.0
-                            }
-                            FeatureRef::Shingle(..) => token_idf(weighting, &f.text()),
-                        };
-                        distinct.push((h, 0, idf));
-                        index.insert(h, distinct.len() - 1);
-                        distinct.len() - 1
-                    }
-                };
-                distinct[i].1 += 1;
-                edges.push(i)
-            })?;
-            edges.finish();
-            (!distinct.is_empty()).then(|| {
-                accumulate(distinct.iter().enumerate().map(|(i, &(h, tf, idf))| {
-                    (h, float_weight(weighting, tf as f64, edges.factor(i, tf, idf)))
-                }))
-            })
-        }
-    })
+) -> Option<Result<Option<u64>, OutOfMemory>> {
+    fast_path_supports(options).then(|| fast::try_fingerprint(text, options, chunking, interrupt))
 }
 
-/// Occurrences this close to either end of the text (counted in features) weigh less under
-/// `'logtfedge'`; from this distance on they weigh fully.
-pub const EDGE_SPAN: u64 = 60;
-/// The weight of an occurrence at the very start or end of the text under `'logtfedge'`.
-pub const EDGE_FLOOR: f64 = 0.2;
-
-/// `'logtfedge'`: the factor of an occurrence `distance` features from the nearer end of the text
-/// (0 for the first and the last feature), rising linearly from [`EDGE_FLOOR`] to 1 at
-/// [`EDGE_SPAN`]. Site chrome (headers, footers, signatures) sits at the ends: a header added to a
-/// text then weighs less, and the text's own first and last features count less in both versions.
-pub fn edge_factor(distance: u64) -> f64 {
-    if distance >= EDGE_SPAN {
-        1.0
-    } else {
-        EDGE_FLOOR + (1.0 - EDGE_FLOOR) * distance as f64 / EDGE_SPAN as f64
+/// The hash of every feature of `text`, in order and with repeats, by the fast path (`None` when
+/// [`fast_path_supports`] says no, or memory ran low): compared with
+/// [`crate::reference::reference_feature_hashes`] by the differential test.
+pub fn fast_feature_hashes(text: &str, options: &Options, chunking: Chunking) -> Option<Vec<u64>> {
+    if !fast_path_supports(options) {
+        return None;
     }
+    fast::feature_hashes(text, options, chunking).ok()
 }
 
-/// The sum of [`edge_factor`] over the occurrences of each distinct feature, in one pass: the
-/// distance from the end is known once [`EDGE_SPAN`] more features have come or the text has ended,
-/// so only the last `EDGE_SPAN` occurrences wait. Each feature's factors are added in order of
-/// occurrence (the reference and the fast path share this code, so their sums are the same bits).
-/// For the other weightings it does nothing and every factor is the given IDF factor.
-pub(crate) struct EdgeSums {
-    on: bool,
-    /// (distinct feature, occurrence number) of the occurrences whose distance from the end is
-    /// not known yet.
-    waiting: VecDeque<(usize, u64)>,
-    seen: u64,
-    sums: Vec<f64>,
+/// Whether [`try_fingerprint_fast`] handles these options. It matches explicitly on the values it
+/// knows, so that a tokenizer or weighting added later takes the reference path until someone
+/// extends the fast path (and its differential test). A field added to [`Options`] later does the
+/// same: [`options_fields_known`] sees it and turns the fast path off altogether.
+pub fn fast_path_supports(options: &Options) -> bool {
+    let tokenizer = matches!(
+        options.tokenizer,
+        Tokenizer::Word | Tokenizer::Char | Tokenizer::Jieba | Tokenizer::Bigram
+    );
+    let weighting = match options.weighting {
+        Weighting::Tf | Weighting::Binary | Weighting::LogTf | Weighting::LogTfEdge => true,
+        // The reference looks up the IDF of the joined shingle text; only single tokens here.
+        Weighting::TfIdf | Weighting::LogTfIdf => options.shingle == 1,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    };
+    let fold = matches!(options.fold, Fold::None | Fold::Simplified);
+    tokenizer && weighting && fold && options.shingle >= 1 && options_fields_known()
 }
 
-impl EdgeSums {
-    pub(crate) fn new(weighting: Weighting) -> Self {
-        EdgeSums {
-            on: weighting == Weighting::LogTfEdge,
-            waiting: VecDeque::new(),
-            seen: 0,
-            sums: Vec::new(),
-        }
-    }
+/// The fields of [`Options`] this fast path was written for. `Debug` names every field, so a field
+/// added later (say, a folding flag) is noticed here without any edit to this file, and every call
+/// then takes the reference path: slower, never wrong.
+const KNOWN_FIELDS: [&str; 5] = ["tokenizer", "shingle", "weighting", "stopwords", "fold"];
 
-    /// One more occurrence of distinct feature `i` (numbered from 0 in order of first occurrence).
-    pub(crate) fn push(&mut self, i: usize) -> Result<(), OutOfMemory> {
-        if !self.on {
-            return Ok(());
-        }
-        if i == self.sums.len() {
-            grow_vec(&mut self.sums)?;
-            self.sums.push(0.0);
-        }
-        if self.waiting.len() as u64 == EDGE_SPAN {
-            // EDGE_SPAN occurrences follow this one: only its distance from the start counts.
-            let (j, n) = self.waiting.pop_front().expect("EDGE_SPAN > 0");
-            self.sums[j] += edge_factor(n);
-        }
-        if self.waiting.len() == self.waiting.capacity() {
-            self.waiting.try_reserve(1).map_err(|_| OutOfMemory {
-                features: self.sums.len(),
-            })?;
-        }
-        self.waiting.push_back((i, self.seen));
-        self.seen += 1;
-        Ok(())
-    }
-
-    /// The text has ended: the waiting occurrences know their distance from the end.
-    pub(crate) fn finish(&mut self) {
-        let total = self.seen;
-        while let Some((j, n)) = self.waiting.pop_front() {
-            self.sums[j] += edge_factor(n.min(total - 1 - n));
-        }
-    }
-
-    /// The factor that [`float_weight`] multiplies by for distinct feature `i` seen `tf` times: the
-    /// mean edge factor of its occurrences, or `idf` for the other weightings.
-    pub(crate) fn factor(&self, i: usize, tf: u64, idf: f64) -> f64 {
-        if self.on {
-            self.sums[i] / tf as f64
-        } else {
-            idf
-        }
-    }
-}
-
-/// The IDF factor of one token under a float weighting (1 for `'logtf'`).
-pub(crate) fn token_idf(weighting: Weighting, token: &str) -> f64 {
-    match weighting {
-        Weighting::TfIdf => IdfTable::get().idf(token),
-        Weighting::LogTfIdf => idf_v2(token),
-        Weighting::Tf | Weighting::Binary | Weighting::LogTf | Weighting::LogTfEdge => 1.0,
-    }
-}
-
-/// The weight of a feature seen `tf` times whose IDF factor is `idf`. The same arithmetic serves
-/// [`fingerprint`] and [`features`], so that the features shown always add up to the fingerprint.
-pub(crate) fn float_weight(weighting: Weighting, tf: f64, idf: f64) -> f64 {
-    match weighting {
-        Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge => (1.0 + tf.ln()) * idf,
-        Weighting::Tf | Weighting::Binary | Weighting::TfIdf => tf * idf,
-    }
-}
-
-/// The hash of every feature of `text`, in order and with repeats, by the reference pipeline: the
-/// stream that the differential test compares the fast path's with.
-pub fn reference_feature_hashes(text: &str, options: &Options, chunking: Chunking) -> Vec<u64> {
-    let mut out = Vec::new();
-    let _ = for_each_feature(text, options, chunking, &mut || {}, |f| {
-        out.push(f.hash());
-        Ok(())
-    });
-    out
-}
-
-/// The distinct features of `text` with their weights and hashes, in order of first occurrence.
-pub fn features(text: &str, options: &Options, interrupt: &mut dyn FnMut()) -> Vec<Feature> {
-    try_features(text, options, interrupt).unwrap_or_else(|e| e.abort())
-}
-
-/// [`features`] that reports an allocation failure of the result instead of aborting.
-pub fn try_features(
-    text: &str,
-    options: &Options,
-    interrupt: &mut dyn FnMut(),
-) -> Result<Vec<Feature>, OutOfMemory> {
-    // Distinct features by hash; features whose hashes collide but whose texts differ (never seen
-    // with a 64-bit hash, but possible) are told apart by text.
-    let mut by_hash: HashMap<u64, usize> = HashMap::new();
-    let mut collided: HashMap<String, usize> = HashMap::new();
-    let mut out: Vec<Feature> = Vec::new();
-    let mut edges = EdgeSums::new(options.weighting);
-    for_each_feature(text, options, Chunking::default(), interrupt, |f| {
-        let hash = f.hash();
-        let existing = match by_hash.get(&hash) {
-            Some(&i) if f.text_eq(&out[i].text) => Some(i),
-            Some(_) => collided.get(f.text().as_str()).copied(),
-            None => None,
+pub fn options_fields_known() -> bool {
+    static KNOWN: OnceLock<bool> = OnceLock::new();
+    *KNOWN.get_or_init(|| {
+        let shown = format!("{:?}", Options::default());
+        let Some(inner) = shown.strip_prefix("Options {").and_then(|s| s.strip_suffix('}')) else {
+            return false;
         };
-        edges.push(existing.unwrap_or(out.len()))?;
-        match existing {
-            Some(i) => out[i].weight += 1.0,
-            None => {
-                let text = f.try_text(out.len())?;
-                grow_vec(&mut out)?;
-                if by_hash.contains_key(&hash) {
-                    grow_map(&mut collided)?;
-                    collided.insert(text.clone(), out.len());
-                } else {
-                    grow_map(&mut by_hash)?;
-                    by_hash.insert(hash, out.len());
-                }
-                out.push(Feature {
-                    hash,
-                    text,
-                    weight: 1.0,
-                });
-            }
-        }
-        Ok(())
-    })?;
-    match options.weighting {
-        Weighting::Tf => {}
-        Weighting::Binary => out.iter_mut().for_each(|f| f.weight = 1.0),
-        Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge => {
-            let w = options.weighting;
-            edges.finish();
-            for (i, f) in out.iter_mut().enumerate() {
-                let factor = edges.factor(i, f.weight as u64, token_idf(w, &f.text));
-                f.weight = float_weight(w, f.weight, factor);
-            }
-        }
-    }
-    Ok(out)
+        let names: Vec<&str> = inner
+            .split(',')
+            .filter_map(|field| field.split(':').next())
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .collect();
+        names == KNOWN_FIELDS
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bands::hamming;
-    use crate::options::Tokenizer;
+    use crate::features::features;
+    use crate::idf::IdfTable;
+    use crate::reference::accumulate;
+    use crate::weight::{edge_factor, EDGE_FLOOR, EDGE_SPAN};
     use proptest::prelude::*;
 
-    /// The defaults of 0.2.0, spelled out: the golden vectors of SPEC §2 were taken with them, and
+    /// The defaults of 0.2.0, spelled out: the golden vectors (docs/ARCHITECTURE.md §3.3) were taken with them, and
     /// a change of `Options::default()` must not move them.
     fn v1() -> Options {
         Options {
@@ -901,6 +480,23 @@ mod tests {
     }
 
     fn all_options() -> Vec<Options> {
+        // 0.2.0's weightings with and without stop words, never folded; v2's as 0.3.0 resolves them.
+        let v1 = [
+            (1, Weighting::Tf),
+            (1, Weighting::Binary),
+            (1, Weighting::TfIdf),
+            (3, Weighting::Tf),
+            (2, Weighting::Binary),
+        ];
+        let v2 = [
+            (1, Weighting::LogTf),
+            (2, Weighting::LogTf),
+            (1, Weighting::LogTfIdf),
+            (1, Weighting::LogTfEdge),
+            (2, Weighting::LogTfEdge),
+        ];
+        let v1_filters = [(false, Fold::None), (true, Fold::None)];
+        let v2_filters = [(false, Fold::None), (true, Fold::Simplified)];
         let mut out = Vec::new();
         for tokenizer in [
             Tokenizer::Jieba,
@@ -908,38 +504,17 @@ mod tests {
             Tokenizer::Char,
             Tokenizer::Bigram,
         ] {
-            for (shingle, weighting) in [
-                (1, Weighting::Tf),
-                (1, Weighting::Binary),
-                (1, Weighting::TfIdf),
-                (3, Weighting::Tf),
-                (2, Weighting::Binary),
-            ] {
-                for stopwords in [false, true] {
-                    out.push(Options {
-                        tokenizer,
-                        shingle,
-                        weighting,
-                        stopwords,
-                        fold: Fold::None,
-                    });
-                }
-            }
-            for (shingle, weighting) in [
-                (1, Weighting::LogTf),
-                (2, Weighting::LogTf),
-                (1, Weighting::LogTfIdf),
-                (1, Weighting::LogTfEdge),
-                (2, Weighting::LogTfEdge),
-            ] {
-                for (stopwords, fold) in [(false, Fold::None), (true, Fold::Simplified)] {
-                    out.push(Options {
-                        tokenizer,
-                        shingle,
-                        weighting,
-                        stopwords,
-                        fold,
-                    });
+            for (weightings, filters) in [(&v1, &v1_filters), (&v2, &v2_filters)] {
+                for &(shingle, weighting) in weightings {
+                    for &(stopwords, fold) in filters {
+                        out.push(Options {
+                            tokenizer,
+                            shingle,
+                            weighting,
+                            stopwords,
+                            fold,
+                        });
+                    }
                 }
             }
         }
@@ -999,6 +574,62 @@ mod tests {
             if let Ok(opts) = Options::parse(&tok, shingle, &w, stop) {
                 let _ = fingerprint(&text, &opts);
             }
+        }
+    }
+
+    #[test]
+    fn current_options_take_the_fast_path() {
+        // Fails when Options gains a field: extend KNOWN_FIELDS and the fast path (or decide that
+        // the new field's non-default values fall back), then the differential test.
+        assert!(options_fields_known(), "{:?}", Options::default());
+        let word = Options {
+            tokenizer: Tokenizer::Word,
+            weighting: Weighting::Tf,
+            fold: crate::options::Fold::None,
+            ..Options::default()
+        };
+        assert!(fast_path_supports(&word));
+        // The v2 defaults (bigram, logtf, stop words, folding) take it.
+        let defaults = Options::default();
+        assert_eq!(
+            (
+                defaults.tokenizer,
+                defaults.shingle,
+                defaults.weighting,
+                defaults.fold
+            ),
+            (
+                Tokenizer::Bigram,
+                1,
+                Weighting::LogTf,
+                crate::options::Fold::Simplified
+            )
+        );
+        assert!(fast_path_supports(&defaults));
+        for tokenizer in [
+            Tokenizer::Word,
+            Tokenizer::Char,
+            Tokenizer::Jieba,
+            Tokenizer::Bigram,
+        ] {
+            for shingle in [1, 3] {
+                let o = Options {
+                    tokenizer,
+                    shingle,
+                    ..defaults
+                };
+                assert!(fast_path_supports(&o), "{o:?}");
+            }
+        }
+        // IDF of a joined shingle: the reference's.
+        for weighting in [Weighting::TfIdf, Weighting::LogTfIdf] {
+            let o = Options {
+                shingle: 3,
+                weighting,
+                ..word
+            };
+            assert!(!fast_path_supports(&o), "{o:?}");
+            assert!(fast_path_supports(&Options { shingle: 1, ..o }));
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Feature hashing (SPEC §2 step 6): FNV-1a 64 over the exact UTF-8 bytes, then MurmurHash3's fmix64.
+//! Feature hashing (docs/ARCHITECTURE.md §2.8): FNV-1a 64 over the exact UTF-8 bytes, then MurmurHash3's fmix64.
 
 const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -62,7 +62,7 @@ pub fn fmix64(mut k: u64) -> u64 {
     k
 }
 
-/// `h(f)` of SPEC §2: the 64-bit hash of one feature.
+/// `h(f)` of docs/ARCHITECTURE.md §2: the 64-bit hash of one feature.
 pub fn feature_hash(feature: &str) -> u64 {
     fmix64(fnv1a64(feature.as_bytes()))
 }

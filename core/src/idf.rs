@@ -1,4 +1,4 @@
-//! jieba-rs's built-in IDF table (SPEC §2 step 5), loaded once per process on first use.
+//! jieba-rs's built-in IDF table (docs/ARCHITECTURE.md §2.7), loaded once per process on first use.
 //!
 //! jieba-rs keeps the table private inside `TfIdf`; its `Debug` output is the only public view of it,
 //! so the table is read back from there. jieba-rs is pinned to an exact version, and a test checks the

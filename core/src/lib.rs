@@ -5,22 +5,26 @@ pub mod bands;
 pub mod error;
 pub mod explain;
 pub mod fast;
+pub mod features;
 pub mod fingerprint;
 pub mod fold;
+mod grow;
 pub mod hash;
 pub mod idf;
 pub mod normalize;
 pub mod options;
 pub mod pairs;
 pub mod probe;
+pub mod reference;
 pub mod stopwords;
 pub mod tokenize;
+pub mod weight;
 
 pub use bands::{band, bands, hamming};
 pub use error::{OptionError, OutOfMemory};
 pub use explain::{explain, Explanation};
-pub use fingerprint::{
-    accumulate, features, fingerprint, fingerprint_with, try_features, try_fingerprint_with, Feature,
-};
+pub use features::{features, try_features, Feature};
+pub use fingerprint::{fingerprint, fingerprint_with, try_fingerprint_with};
 pub use normalize::Chunking;
 pub use options::{Fold, Options, Tokenizer, Weighting};
+pub use reference::accumulate;

@@ -1,4 +1,4 @@
-//! Normalization (SPEC §2 step 1) and the cutting of long texts into chunks that are normalized and
+//! Normalization (docs/ARCHITECTURE.md §2.2) and the cutting of long texts into chunks that are normalized and
 //! tokenized one at a time, so a 100 MB text never exists as a whole normalized copy.
 
 use unicode_normalization::UnicodeNormalization;

@@ -1,4 +1,4 @@
-//! The options of `simhash()` (SPEC §2 steps 2–5), parsed and checked once per call.
+//! The options of `simhash()` (docs/ARCHITECTURE.md §2.10), parsed and checked once per call.
 
 use crate::error::OptionError;
 
@@ -51,7 +51,7 @@ pub enum Weighting {
     /// `shingle = 1` only.
     LogTfIdf,
     /// `'logtf'` whose occurrences near the start or the end of the text weigh less (algorithm v2,
-    /// [`crate::fingerprint::edge_factor`]): a header or footer added around a text moves fewer bits.
+    /// [`crate::weight::edge_factor`]): a header or footer added around a text moves fewer bits.
     LogTfEdge,
 }
 

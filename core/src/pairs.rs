@@ -2,7 +2,7 @@
 //!
 //! Pairs within distance k are found by equality of parts (multi-index hashing): split the 64 bits
 //! into at least k+1 parts and two fingerprints within distance k agree on one part (pigeonhole). The
-//! first level uses the SPEC §3 bands. A bucket of fingerprints that agree on a part but is still large
+//! first level uses the bands of docs/ARCHITECTURE.md §4.1. A bucket of fingerprints that agree on a part but is still large
 //! (a band value that boilerplate-heavy text makes common) is split again on its remaining bits into
 //! k+1 parts, recursively, so a skewed bucket costs about its size times the depth instead of its size
 //! squared, unless its members really are near each other. Each pair is reported once: at every level
@@ -57,7 +57,7 @@ pub fn group_identical(fps: &[u64]) -> Groups {
     Groups { distinct, group }
 }
 
-/// The masks of the first-level parts: the SPEC bands when there are enough of them for `k`,
+/// The masks of the first-level parts: the bands (docs/ARCHITECTURE.md §4.1) when there are enough of them for `k`,
 /// otherwise k+1 parts of the 64 bits.
 fn top_level_parts(k: u32, nbands: u32) -> Vec<u64> {
     if nbands > k {

@@ -143,7 +143,7 @@ pub struct ProbePlan {
 }
 
 impl ProbePlan {
-    /// The plan for the fingerprint `query` within distance `k` over `nbands` bands (SPEC §3
+    /// The plan for the fingerprint `query` within distance `k` over `nbands` bands (docs/ARCHITECTURE.md §4
     /// layout: band i covers bits `[⌊64i/n⌋, ⌊64(i+1)/n⌋)`).
     pub fn new(query: u64, k: i32, nbands: i32) -> Result<ProbePlan, OptionError> {
         let (k, n) = check_plan(k, nbands)?;

@@ -1,4 +1,4 @@
-//! The project's stop-word lists (SPEC §2 step 3). They are part of the fingerprint contract: a change
+//! The project's stop-word lists (docs/ARCHITECTURE.md §2.5). They are part of the fingerprint contract: a change
 //! to either file changes stored fingerprints, so they are versioned with the extension.
 
 use std::collections::HashSet;

@@ -1,4 +1,4 @@
-//! Tokenizers (SPEC §2 step 2) and the token filter (step 3).
+//! Tokenizers (docs/ARCHITECTURE.md §2.4) and the token filter (docs/ARCHITECTURE.md §2.5).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;

@@ -24,12 +24,10 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use simhash_core::fast::{
-    fast_path_supports, feature_hashes, for_each_word, normalize_into, normalize_into_checking_fold,
-    try_fingerprint_fast,
-};
-use simhash_core::fingerprint::{reference_feature_hashes, reference_try_fingerprint_with};
+use simhash_core::fast::{for_each_word, normalize_into, normalize_into_checking_fold};
+use simhash_core::fingerprint::{fast_feature_hashes, fast_path_supports, try_fingerprint_fast};
 use simhash_core::normalize::normalize;
+use simhash_core::reference::{reference_feature_hashes, reference_try_fingerprint_with};
 use simhash_core::tokenize::keep;
 use simhash_core::{try_fingerprint_with, Chunking, Fold, Options, Tokenizer, Weighting};
 use unicode_segmentation::UnicodeSegmentation;
@@ -384,7 +382,7 @@ fn check(text: &str, target: usize, all: &[Options]) -> Result<(), TestCaseError
             let reference = reference_try_fingerprint_with(text, options, chunking, &mut || {})
                 .map_err(|e| TestCaseError::fail(format!("{e}")))?;
             // The feature streams first: a fingerprint can hide a wrong feature among many.
-            if let Some(fast_features) = feature_hashes(text, options, chunking) {
+            if let Some(fast_features) = fast_feature_hashes(text, options, chunking) {
                 prop_assert_eq!(
                     fast_features,
                     reference_feature_hashes(text, options, chunking),
@@ -465,7 +463,7 @@ fn long_documents_agree() {
                     limit: 1000,
                 },
             ] {
-                if let Some(fast_features) = feature_hashes(text, &options, chunking) {
+                if let Some(fast_features) = fast_feature_hashes(text, &options, chunking) {
                     let reference = reference_feature_hashes(text, &options, chunking);
                     assert!(fast_features == reference, "features {options:?} {chunking:?}");
                 }

@@ -1,6 +1,6 @@
 //! Fuzzing the pure core (issue 4): arbitrary Unicode text and arbitrary option values go through
 //! `Options::parse`, `fingerprint`, `features`, the chunked pipeline and the bands. No input may
-//! panic, and the results must agree with each other and with SPEC §2.
+//! panic, and the results must agree with each other and with docs/ARCHITECTURE.md §2.
 //!
 //! The test suite runs a short pass. A long run, printing how many inputs ran and for how long:
 //!

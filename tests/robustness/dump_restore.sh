@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Dump and restore (SPEC §5): pg_dump / pg_restore of a database whose extension lives in a schema
+# Dump and restore (docs/ARCHITECTURE.md §12.3): pg_dump / pg_restore of a database whose extension lives in a schema
 # that is not on search_path, with attached tables (fingerprint and band columns, band indexes,
 # triggers in error and flag mode; a partitioned table with a sub-partitioned partition). After the restore the fingerprints and bands are the same, the
 # indexes are valid, the tables still reject (or flag) near-duplicates, and lookups use the indexes.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Encodings (SPEC §5): databases created from template0 in UTF8, LATIN1, EUC_CN and SQL_ASCII give
+# Encodings (docs/ARCHITECTURE.md §2.11): databases created from template0 in UTF8, LATIN1, EUC_CN and SQL_ASCII give
 # the same fingerprints and features for the same characters; simhash_features() returns its
 # features in the server encoding; the duplicate trigger works with non-ASCII keys and names and
 # reports them in the server encoding; invalid UTF-8 in SQL_ASCII raises SQLSTATE 22021.
@@ -75,11 +75,11 @@ check_same enc_sql_ascii latin "${latin_texts[@]}"
 check_same enc_sql_ascii chinese "${chinese_texts[@]}"
 
 for db in enc_latin1 enc_euc_cn enc_sql_ascii; do
-    expect "$db: SPEC golden vector 'Hello, World!' (char)" \
+    expect "$db: golden vector 'Hello, World!' (char)" \
         "$(q "$db" -c "SELECT simhash('Hello, World!', tokenizer => 'char', stopwords => false, weighting => 'tf')")" \
         "4720314355354338905"
 done
-expect "enc_euc_cn: SPEC golden vector 我喜欢看电视… (char, shingle 3)" \
+expect "enc_euc_cn: golden vector 我喜欢看电视… (char, shingle 3)" \
     "$(q enc_euc_cn -c "SELECT simhash('我喜欢看电视，不喜欢看电影。', tokenizer => 'char', shingle => 3, stopwords => false, weighting => 'tf')")" \
     "-8534240120405747014"
 expect "enc_latin1: a feature LATIN1 cannot hold keeps the hash of its UTF-8 text" \

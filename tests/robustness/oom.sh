@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Allocation failure (SPEC §5): with the server's address space limited (ulimit -v), fingerprinting a
+# Allocation failure (docs/ARCHITECTURE.md §11.3): with the server's address space limited (ulimit -v), fingerprinting a
 # text with millions of distinct features runs out of memory. That must end in ERROR 53200 in that
 # session only: the session goes on, other sessions keep their connections, the server does not
 # restart. (Rust aborts the process on an allocation failure by default, which would make the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Preloading (SPEC §5): with shared_preload_libraries = 'simhash_ext' the jieba dictionary is built
+# Preloading (docs/ARCHITECTURE.md §12.4): with shared_preload_libraries = 'simhash_ext' the jieba dictionary is built
 # in the postmaster and inherited by every backend, so a new connection's first simhash() call costs
 # no dictionary load. Measures that first simhash(tokenizer => 'jieba') call (median of several new connections) with and without
 # preloading, and the postmaster's RSS, which holds the dictionary when preloaded.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Upgrades (SPEC §5): for every frozen install script sql/simhash_ext--X.sql (the oldest first),
+# Upgrades (docs/ARCHITECTURE.md §12.1): for every frozen install script sql/simhash_ext--X.sql (the oldest first),
 # install version X, attach tables with data, ALTER EXTENSION simhash_ext UPDATE to the control file's
 # default version, and check that stored fingerprints, band columns, band indexes, trigger and
 # lookups agree with the new version, and that the updated extension's objects (functions with

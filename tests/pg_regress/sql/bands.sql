@@ -1,4 +1,4 @@
--- hamming(), simhash_bands(), simhash_band(): SPEC §3.
+-- hamming(), simhash_bands(), simhash_band(): docs/ARCHITECTURE.md §4.1.
 SELECT hamming(0, 0) AS same, hamming(0, -1) AS all_bits, hamming(5, 6) AS two,
        hamming(-9223372036854775808, 9223372036854775807) AS sign_bit_counts;
 SELECT simhash_bands(x'123456789abcdef0'::bigint) AS four,

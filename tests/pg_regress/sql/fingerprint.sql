@@ -1,4 +1,4 @@
--- simhash() and simhash_features(): SPEC §2 golden vectors (algorithm v1, options named), every tokenizer,
+-- simhash() and simhash_features(): golden vectors (docs/ARCHITECTURE.md §3.3) (algorithm v1, options named), every tokenizer,
 -- weighting and fold of algorithm v2 with the 0.3.0 defaults, Chinese and English.
 SELECT simhash('abc', tokenizer => 'char', stopwords => false, weighting => 'tf') AS abc,
        simhash('ＡＢＣ', tokenizer => 'char', stopwords => false, weighting => 'tf') AS full_width_abc,
