@@ -1044,14 +1044,4 @@ fn same_bigint(a: Option<pg_sys::Datum>, b: Option<pg_sys::Datum>) -> bool {
     a.map(|d| d.value() as i64) == b.map(|d| d.value() as i64)
 }
 
-extension_sql!(
-    r#"
-CREATE FUNCTION simhash_trigger() RETURNS trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_trigger';
-COMMENT ON FUNCTION simhash_trigger() IS
-  'Maintains the fingerprint column of a table attached with simhash_attach() and acts on near-duplicates';
-CREATE FUNCTION simhash_check_trigger() RETURNS trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_check_trigger';
-COMMENT ON FUNCTION simhash_check_trigger() IS
-  'Checks the rows an INSERT wrote into a table attached with on_duplicate => ''error'', once per statement';
-"#,
-    name = "simhash_trigger"
-);
+extension_sql_file!("../sql/src/trigger.sql", name = "simhash_trigger");
