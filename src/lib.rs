@@ -3,7 +3,10 @@
 
 use pgrx::prelude::*;
 
+mod attachment;
 mod bands;
+mod catalog;
+mod check;
 mod citus;
 mod dedup;
 mod deferred;
@@ -13,6 +16,8 @@ mod fingerprint;
 mod leafmap;
 mod partitions;
 mod search;
+mod setup;
+mod spi;
 mod tables;
 mod text;
 mod trigger;

@@ -278,60 +278,6 @@ unsafe fn relation_of(range: *mut pg_sys::RangeVar) -> pg_sys::Oid {
     )
 }
 
-/// An argument of a helper call: an OID, or a name as the parse tree holds it (server encoding).
-enum Arg {
-    Oid(pg_sys::Oid),
-    Name(*const std::ffi::c_char),
-}
-
-/// Runs `SELECT <schema>.<function>($1, ...)`, the helper raising its own errors.
-unsafe fn call_helper(schema: &str, function: &str, args: &[Arg]) {
-    let placeholders: Vec<String> = args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| match a {
-            Arg::Oid(_) => format!("${}::pg_catalog.regclass", i + 1),
-            Arg::Name(_) => format!("${}::pg_catalog.name", i + 1),
-        })
-        .collect();
-    let sql = format!("SELECT {schema}.{function}({})", placeholders.join(", "));
-    let csql = std::ffi::CString::new(crate::text::utf8_to_server(&sql).into_owned()).unwrap_or_default();
-    let mut types: Vec<pg_sys::Oid> = args
-        .iter()
-        .map(|a| match a {
-            Arg::Oid(_) => pg_sys::OIDOID,
-            Arg::Name(_) => pg_sys::TEXTOID,
-        })
-        .collect();
-    let mut values: Vec<pg_sys::Datum> = args
-        .iter()
-        .map(|a| match a {
-            Arg::Oid(oid) => pg_sys::Datum::from(*oid),
-            Arg::Name(name) => pg_sys::Datum::from(pg_sys::cstring_to_text(*name)),
-        })
-        .collect();
-    let nulls = vec![b' ' as std::ffi::c_char; args.len()];
-    pg_sys::SPI_connect();
-    let status = pg_sys::SPI_execute_with_args(
-        csql.as_ptr(),
-        args.len() as i32,
-        types.as_mut_ptr(),
-        values.as_mut_ptr(),
-        nulls.as_ptr(),
-        false,
-        0,
-    );
-    pg_sys::SPI_finish();
-    if status != pg_sys::SPI_OK_SELECT as i32 {
-        raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            message: format!("simhash_ext: {function}() failed (SPI status {status})"),
-            detail: None,
-            hint: None,
-        });
-    }
-}
-
 unsafe fn list_cells<T>(list: *mut pg_sys::List) -> Vec<*mut T> {
     if list.is_null() {
         return Vec::new();
@@ -342,25 +288,14 @@ unsafe fn list_cells<T>(list: *mut pg_sys::List) -> Vec<*mut T> {
         .collect()
 }
 
-#[no_mangle]
-#[doc(hidden)]
-pub extern "C" fn pg_finfo_simhash_ddl_command_start() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
-
-/// `simhash_ddl_command_start()`: the extension's event trigger on `ddl_command_start` of ALTER
-/// TABLE. Before `ALTER TABLE parent ATTACH PARTITION t`, gives `t` the columns and fingerprints of
-/// each attachment of `parent` (`simhash_prepare_partition()`); before `ALTER TABLE t RENAME COLUMN`
-/// of an attached text column, renames the columns derived from it and remakes the trigger, and
-/// refuses to rename a derived column (`simhash_rename_column()`).
-///
-/// # Safety
-/// Called by PostgreSQL as an event trigger function.
-#[no_mangle]
-pub unsafe extern "C-unwind" fn simhash_ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    crate::errors::guard(|| ddl_command_start(fcinfo))
-}
+crate::errors::c_function!(
+    /// `simhash_ddl_command_start()`: the extension's event trigger on `ddl_command_start` of ALTER
+    /// TABLE. Before `ALTER TABLE parent ATTACH PARTITION t`, gives `t` the columns and fingerprints
+    /// of each attachment of `parent` (`simhash_prepare_partition()`); before `ALTER TABLE t RENAME
+    /// COLUMN` of an attached text column, renames the columns derived from it and remakes the
+    /// trigger, and refuses to rename a derived column (`simhash_rename_column()`).
+    pg_finfo_simhash_ddl_command_start, simhash_ddl_command_start => ddl_command_start
+);
 
 unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let context = (*fcinfo).context;
@@ -379,9 +314,7 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     if tree.is_null() {
         return pg_sys::Datum::from(0);
     }
-    let schema = pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(
-        CStr::from_ptr(pg_sys::get_namespace_name(crate::search::own_namespace(fcinfo))).to_bytes(),
-    ));
+    let schema = crate::catalog::extension_schema(fcinfo);
     match (*tree).type_ {
         pg_sys::NodeTag::T_AlterTableStmt => {
             let stmt = &*(tree as *mut pg_sys::AlterTableStmt);
@@ -395,10 +328,10 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 let partition = relation_of((*((*cmd).def as *mut pg_sys::PartitionCmd)).name);
                 let parent = relation_of(stmt.relation);
                 if parent != pg_sys::InvalidOid && partition != pg_sys::InvalidOid {
-                    call_helper(
+                    crate::spi::call(
                         &schema,
                         "simhash_prepare_partition",
-                        &[Arg::Oid(parent), Arg::Oid(partition)],
+                        &[crate::spi::Arg::Oid(parent), crate::spi::Arg::Oid(partition)],
                     );
                 }
             }
@@ -414,10 +347,14 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             }
             let table = relation_of(stmt.relation);
             if table != pg_sys::InvalidOid {
-                call_helper(
+                crate::spi::call(
                     &schema,
                     "simhash_rename_column",
-                    &[Arg::Oid(table), Arg::Name(stmt.subname), Arg::Name(stmt.newname)],
+                    &[
+                        crate::spi::Arg::Oid(table),
+                        crate::spi::Arg::Name(stmt.subname),
+                        crate::spi::Arg::Name(stmt.newname),
+                    ],
                 );
             }
         }
