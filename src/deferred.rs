@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use pgrx::prelude::*;
 use simhash_core::probe::ProbePlan;
 
+use crate::check::tid_key;
 use crate::errors::OrRaise;
 use crate::search::{search_table, BandIndexes, HeapFetch, TableSearch};
 use crate::setup::Setup;
@@ -227,10 +228,6 @@ unsafe fn check_from(start: usize) {
         pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     }
     pg_sys::UnregisterSnapshot(snapshot);
-}
-
-fn tid_key(tid: &pg_sys::ItemPointerData) -> (u16, u16, u16) {
-    (tid.ip_blkid.bi_hi, tid.ip_blkid.bi_lo, tid.ip_posid)
 }
 
 /// The nearest near-duplicate of the first of `rows` (fingerprint, TID; in the order written) that

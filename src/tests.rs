@@ -408,4 +408,15 @@ mod tests {
     fn registry_buckets_take_the_attachment_limit() {
         Spi::run("SELECT * FROM simhash_registry_buckets(0, 17)").unwrap();
     }
+
+    #[pg_test]
+    fn errors_carry_no_rust_backtrace() {
+        // pgrx would append a captured backtrace to the DETAIL of errors it re-raises.
+        Spi::run("SELECT simhash_probes(0, 3)").unwrap();
+        assert_eq!(std::env::var("RUST_LIB_BACKTRACE").as_deref(), Ok("0"));
+        assert_ne!(
+            std::backtrace::Backtrace::capture().status(),
+            std::backtrace::BacktraceStatus::Captured
+        );
+    }
 }

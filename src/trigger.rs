@@ -12,7 +12,9 @@ use simhash_core::Chunking;
 
 use crate::attachment::Mode;
 use crate::catalog::{attribute, extension_schema, qualified_name_of, relation_name};
-use crate::check::{check_shard_scope, find_nearest, lock_parts, raise_duplicate, ScopeFilter, Written};
+use crate::check::{
+    check_shard_scope, find_nearest, lock_parts, raise_duplicate, CopyCommand, ScopeFilter, Written,
+};
 use crate::errors::{raise, EncodedError, OrRaise};
 use crate::setup::{attnum, setup_of, trigger_error, Setup};
 use crate::text::Text;
@@ -293,6 +295,7 @@ unsafe fn check(firing: &Firing, fp: Option<u64>) -> Verdict {
                         .old
                         .map_or_else(pg_sys::ItemPointerData::default, |old| (*old).t_self),
                     scope: scope.as_ref().and_then(Option::as_ref),
+                    copy: None,
                 };
                 let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
                 let (key_columns, nearest) =
@@ -357,11 +360,13 @@ unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             fp_attnum: setup.fp_att as i16,
             self_tid: tid,
             scope: None,
+            copy: Some(CopyCommand::of(tuple)),
         };
         let (key_columns, nearest) = find_nearest(|| extension_schema(fcinfo), &setup.att, &row, None);
         if let Some(n) = nearest {
             raise_duplicate(&setup.att, &relation_name(rel), &key_columns, &n);
         }
+        CopyCommand::of(tuple).checked(tid);
     }
     pg_sys::Datum::from(0)
 }
