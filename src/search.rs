@@ -532,10 +532,8 @@ fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> pg_sys::Datum {
     unsafe { (*(*fcinfo).args.as_ptr().add(i)).value }
 }
 
-/// `simhash_near_duplicates(rel anyelement, fingerprint bigint | doc text, max_distance int,
-/// text_column name)`: the rows of the table within max_distance, nearest first.
-unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg_sys::Datum {
-    crate::errors::arm_allocator();
+/// The table whose row type the first argument of `simhash_near_duplicates()` has, or 42809.
+unsafe fn row_table(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
     let row_type = pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, 0);
     let relid = if row_type == pg_sys::InvalidOid {
         pg_sys::InvalidOid
@@ -552,13 +550,11 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
             hint: None,
         });
     }
-    let text_column = (!arg_null(fcinfo, 3)).then(|| {
-        let name = arg(fcinfo, 3).cast_mut_ptr::<std::ffi::c_char>();
-        crate::text::server_to_utf8_lossy(CStr::from_ptr(name).to_bytes())
-    });
-    pg_sys::InitMaterializedSRF(fcinfo, 0);
-    let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
+    relid
+}
 
+/// Opens table `relid` for a lookup, or raises 42809 for a relation that is no table.
+unsafe fn open_table(relid: pg_sys::Oid) -> pg_sys::Relation {
     let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     let kind = (*(*heap).rd_rel).relkind as u8;
     if kind != pg_sys::RELKIND_RELATION && kind != pg_sys::RELKIND_PARTITIONED_TABLE {
@@ -570,13 +566,17 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
             hint: None,
         });
     }
-    let att = crate::attachment::find(heap, text_column.as_deref(), own_namespace(fcinfo));
-    let k = if arg_null(fcinfo, 2) {
-        att.max_distance
-    } else {
-        arg(fcinfo, 2).value() as i32
-    };
-    let query = if arg_null(fcinfo, 1) {
+    heap
+}
+
+/// The fingerprint to look up: the second argument, or the fingerprint of that text with the
+/// attachment's options; None for NULL.
+unsafe fn query_fingerprint(
+    fcinfo: pg_sys::FunctionCallInfo,
+    att: &Attachment,
+    by_text: bool,
+) -> Option<u64> {
+    if arg_null(fcinfo, 1) {
         None
     } else if by_text {
         let doc = crate::text::Text::from_raw_datum(arg(fcinfo, 1));
@@ -589,18 +589,66 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         .or_raise()
     } else {
         Some(arg(fcinfo, 1).value() as i64 as u64)
-    };
-    let Some(query) = query else {
-        // Checks k (22023) even when there is no fingerprint to look up; plan_for checks it otherwise.
-        ProbePlan::new(0, k, att.nbands).or_raise();
-        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
-        return pg_sys::Datum::from(0);
-    };
-    if let Some(dist) = crate::citus::distribution(relid) {
-        distributed_near_duplicates(fcinfo, rsinfo, heap, &att, &dist, query, k);
-        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
-        return pg_sys::Datum::from(0);
     }
+}
+
+/// Adds a row (`item`, `distance`) to the result of a set-returning call.
+unsafe fn put_row(rsinfo: *mut pg_sys::ReturnSetInfo, mut values: [pg_sys::Datum; 2], mut nulls: [bool; 2]) {
+    // The tuplestore copies the row into its own memory.
+    pg_sys::tuplestore_putvalues(
+        (*rsinfo).setResult,
+        (*rsinfo).setDesc,
+        values.as_mut_ptr(),
+        nulls.as_mut_ptr(),
+    );
+}
+
+/// `simhash_near_duplicates(rel anyelement, fingerprint bigint | doc text, max_distance int,
+/// text_column name)`: the rows of the table within max_distance, nearest first.
+unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg_sys::Datum {
+    crate::errors::arm_allocator();
+    let relid = row_table(fcinfo);
+    let text_column = (!arg_null(fcinfo, 3)).then(|| {
+        let name = arg(fcinfo, 3).cast_mut_ptr::<std::ffi::c_char>();
+        crate::text::server_to_utf8_lossy(CStr::from_ptr(name).to_bytes())
+    });
+    pg_sys::InitMaterializedSRF(fcinfo, 0);
+    let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
+    let heap = open_table(relid);
+    let att = crate::attachment::find(heap, text_column.as_deref(), own_namespace(fcinfo));
+    let k = if arg_null(fcinfo, 2) {
+        att.max_distance
+    } else {
+        arg(fcinfo, 2).value() as i32
+    };
+    match query_fingerprint(fcinfo, &att, by_text) {
+        // Checks k (22023) even when there is no fingerprint to look up; plan_for checks it otherwise.
+        None => drop(ProbePlan::new(0, k, att.nbands).or_raise()),
+        Some(query) => match crate::citus::distribution(relid) {
+            Some(dist) => distributed_near_duplicates(fcinfo, rsinfo, heap, &att, &dist, query, k),
+            None => {
+                for (distance, item) in local_near_duplicates(heap, &att, query, k) {
+                    put_row(
+                        rsinfo,
+                        [item, pg_sys::Datum::from(distance as i32)],
+                        [false, false],
+                    );
+                }
+            }
+        },
+    }
+    pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+    pg_sys::Datum::from(0)
+}
+
+/// The rows of `heap` (of each of its partitions) within `k` of `query`, as rows of `heap`'s type
+/// with their distances: nearest first, then partition by partition in physical order.
+unsafe fn local_near_duplicates(
+    heap: pg_sys::Relation,
+    att: &Attachment,
+    query: u64,
+    k: i32,
+) -> Vec<(u32, pg_sys::Datum)> {
     let snapshot = pg_sys::GetActiveSnapshot();
     let mut found: Vec<(u32, usize, pg_sys::ItemPointerData, pg_sys::Datum)> = Vec::new();
     let tupdesc = (*heap).rd_att;
@@ -612,7 +660,6 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
     for (order, &table) in tables.iter().enumerate() {
         let open = crate::partitions::OpenTable::open(heap, table);
         let rel = open.rel;
-        let fp_attnum = fingerprint_attnum(rel, &att);
         // A partition's rows, in the row type of the table asked about (its columns may be in
         // another order); NULL when they already are.
         let map = if rel == heap {
@@ -622,8 +669,8 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         };
         let search = TableSearch {
             rel,
-            att: &att,
-            fp_attnum,
+            att,
+            fp_attnum: fingerprint_attnum(rel, att),
             query,
             k,
             snapshot,
@@ -659,18 +706,7 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
             tid.ip_posid,
         )
     });
-    for (distance, _, _, item) in found {
-        let mut values = [item, pg_sys::Datum::from(distance as i32)];
-        let mut nulls = [false, false];
-        pg_sys::tuplestore_putvalues(
-            (*rsinfo).setResult,
-            (*rsinfo).setDesc,
-            values.as_mut_ptr(),
-            nulls.as_mut_ptr(),
-        );
-    }
-    pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
-    pg_sys::Datum::from(0)
+    found.into_iter().map(|(d, _, _, item)| (d, item)).collect()
 }
 
 /// The near-duplicates of `query` in a Citus table, whose rows are on the shards: the query of
@@ -723,13 +759,7 @@ unsafe fn distributed_near_duplicates(
         for (i, (value, null)) in values.iter_mut().zip(nulls.iter_mut()).enumerate() {
             *value = pg_sys::SPI_getbinval(row, desc, i as i32 + 1, null);
         }
-        // The tuplestore copies the row into its own memory.
-        pg_sys::tuplestore_putvalues(
-            (*rsinfo).setResult,
-            (*rsinfo).setDesc,
-            values.as_mut_ptr(),
-            nulls.as_mut_ptr(),
-        );
+        put_row(rsinfo, values, nulls);
     });
 }
 
