@@ -25,7 +25,7 @@ bench_prepare() {
     "$PY" -c 'import psycopg' 2>/dev/null || "$PY" -m pip install -q "$(grep '^psycopg' "$BENCH/requirements.txt")"
 
     cd "$ROOT"
-    if [ "$skip" = 1 ] && [ -f "$PACKAGE/usr/lib/postgresql/15/lib/simhash_ext.so" ]; then
+    if [ "$skip" = 1 ] && [ -f "$PACKAGE$("$PG_CONFIG" --pkglibdir)/simhash_ext.so" ]; then
         step "build: skipped, using $PACKAGE"
     else
         step "build: cargo pgrx package (release) into $PACKAGE"

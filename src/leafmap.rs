@@ -113,9 +113,7 @@ impl Page {
     /// Reads `block`, first trying the buffer it was in when last read (`recent`, 0 if none): a
     /// pin without the lookup in the shared buffer mapping table when it is still there.
     unsafe fn read_recent(index: pg_sys::Relation, block: u32, recent: &mut pg_sys::Buffer) -> Page {
-        let buffer = if *recent != 0
-            && pg_sys::ReadRecentBuffer((*index).rd_node, pg_sys::ForkNumber::MAIN_FORKNUM, block, *recent)
-        {
+        let buffer = if *recent != 0 && crate::compat::read_recent_buffer(index, block, *recent) {
             *recent
         } else {
             *recent = pg_sys::ReadBufferExtended(
@@ -315,8 +313,8 @@ unsafe fn layout_ok(index: pg_sys::Relation) -> bool {
     {
         return false;
     }
-    let attrs = (*desc).attrs.as_slice(2);
-    if attrs[0].atttypid != pg_sys::INT4OID || attrs[1].atttypid != pg_sys::INT8OID {
+    let attr = |i| crate::compat::tuple_desc_attr(desc, i).atttypid;
+    if attr(0) != pg_sys::INT4OID || attr(1) != pg_sys::INT8OID {
         return false;
     }
     let meta_page = Page::read(index, 0);
@@ -329,8 +327,8 @@ unsafe fn layout_ok(index: pg_sys::Relation) -> bool {
 unsafe fn needs_wal(index: pg_sys::Relation) -> bool {
     (*(*index).rd_rel).relpersistence as u8 == pg_sys::RELPERSISTENCE_PERMANENT
         && (pg_sys::wal_level >= pg_sys::WalLevel::WAL_LEVEL_REPLICA as i32
-            // 0: InvalidSubTransactionId (created or given a new file in an earlier transaction)
-            || ((*index).rd_createSubid == 0 && (*index).rd_firstRelfilenodeSubid == 0))
+            // Created or given a new file in an earlier transaction.
+            || !crate::compat::new_in_this_transaction(index))
 }
 
 /// Reads the leaf list from the level above the leaves; None if the index is empty or a page is
@@ -801,7 +799,7 @@ pub unsafe fn equal_entries(
     }
     register_invalidation_callback();
     let relid = (*index).rd_id;
-    let relfilenode = (*index).rd_node.relNode;
+    let relfilenode = crate::compat::relfilenumber(index);
     let xmin = (*pg_sys::MyProc).xmin;
     // Taken out while pages are read, so that an invalidation arriving meanwhile finds no borrow.
     let mut list = LISTS

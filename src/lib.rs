@@ -8,6 +8,7 @@ mod bands;
 mod catalog;
 mod check;
 mod citus;
+mod compat;
 mod dedup;
 mod deferred;
 mod errors;

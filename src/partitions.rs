@@ -159,7 +159,7 @@ thread_local! {
 }
 
 fn local_transaction() -> u32 {
-    unsafe { (*pg_sys::MyProc).lxid }
+    crate::compat::local_transaction_id()
 }
 
 /// Notes that `trigger` let an UPDATE of the row at `row` of partition `table` through with
@@ -221,12 +221,11 @@ unsafe fn moved_to_another_partition(table: pg_sys::Oid, row: pg_sys::ItemPointe
         ..Default::default()
     };
     let mut buffer: pg_sys::Buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
-    let found = pg_sys::heap_fetch(
+    let found = crate::compat::heap_fetch(
         rel,
         std::ptr::addr_of_mut!(pg_sys::SnapshotAnyData),
         &mut tuple,
         &mut buffer,
-        true,
     );
     let moved = found && !tuple.t_data.is_null() && {
         let ctid = (*tuple.t_data).t_ctid;

@@ -257,7 +257,7 @@ unsafe fn count_entries(
             return entries.len() as u64;
         }
     }
-    let scan = pg_sys::index_beginscan(heap, band.index, snapshot, 1, 0);
+    let scan = crate::compat::index_beginscan(heap, band.index, snapshot, 1, 0);
     rescan_equal(scan, value);
     let mut n = 0;
     while n < cap && !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null() {
@@ -372,7 +372,7 @@ pub unsafe fn search(
                 for &value in &probe.values {
                     counts.probes += 1;
                     let scan = *scan.get_or_insert_with(|| {
-                        let scan = pg_sys::index_beginscan(heap, band.index, snapshot, 1, 0);
+                        let scan = crate::compat::index_beginscan(heap, band.index, snapshot, 1, 0);
                         (*scan).xs_want_itup = band.fp_attno.is_some();
                         scan
                     });
@@ -612,7 +612,7 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         let name = arg(fcinfo, 3).cast_mut_ptr::<std::ffi::c_char>();
         crate::text::server_to_utf8_lossy(CStr::from_ptr(name).to_bytes())
     });
-    pg_sys::InitMaterializedSRF(fcinfo, 0);
+    crate::compat::init_materialized_srf(fcinfo);
     let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
     let heap = open_table(relid);
     let att = crate::attachment::find(heap, text_column.as_deref(), own_namespace(fcinfo));

@@ -63,7 +63,7 @@ log "server on port $PORT ($PG_BIN)"
 start_server "$DIR/srv" "$PORT"
 trap 'stop_server "$DIR/srv"' EXIT
 
-psql_() { runuser -u postgres -- /usr/lib/postgresql/15/bin/psql -X -q -h /tmp -p "$PORT" -U postgres "$@"; }
+psql_() { runuser -u postgres -- "$PG_BIN/psql" -X -q -h /tmp -p "$PORT" -U postgres "$@"; }
 passed=0
 failed=0
 failures=()

@@ -4,7 +4,12 @@
 # installs it with dpkg into an isolated root, starts a PostgreSQL that loads the extension from
 # exactly the files dpkg put there, runs CREATE EXTENSION and the README quick start, and removes it.
 #
-#   bash tests/package/deb.sh [--package DIR]   (as root; DIR: `cargo pgrx package` output to reuse)
+#   bash tests/package/deb.sh [--package DIR] [--other-major PG_CONFIG]
+#
+# (as root; DIR: `cargo pgrx package` output to reuse). With --other-major, the package for the
+# PostgreSQL of that pg_config (another major, installed anywhere) is built too and its name, control
+# fields and file list are checked against Debian's paths for that major; it is not installed
+# (Debian 12 has no postgresql-NN for it to depend on).
 #
 # Why an isolated root, not the system: the system's /usr/lib/postgresql/15/lib may hold a
 # simhash_ext.so built from source (scripts/test.sh installs one with cargo pgrx install) that
@@ -20,12 +25,14 @@ cd "$ROOT"
 
 PORT=${SIMHASH_DEB_PORT:-54351}
 DIR=${SIMHASH_DEB_DIR:-/tmp/simhash-deb-test}
-NAME=postgresql-15-simhash-ext
+NAME=postgresql-$PG_MAJOR-simhash-ext
 package=
+other=
 while (($#)); do
     case $1 in
     --package) package=$2; shift 2 ;;
-    *) echo "usage: $0 [--package DIR]" >&2; exit 2 ;;
+    --other-major) other=$2; shift 2 ;;
+    *) echo "usage: $0 [--package DIR] [--other-major PG_CONFIG]" >&2; exit 2 ;;
     esac
 done
 
@@ -42,7 +49,7 @@ check() { # DESCRIPTION COMMAND...: runs COMMAND, reports ok/FAIL
 }
 
 R=$DIR/root
-SYS_BIN=/usr/lib/postgresql/15/bin
+SYS_BIN=$PG_BIN
 SYS_LIB=$("$PG_CONFIG" --pkglibdir)
 SYS_SHARE=$("$PG_CONFIG" --sharedir)
 cleanup() {
@@ -54,7 +61,7 @@ rm -rf "$DIR"
 mkdir -p "$DIR"
 
 log "building the .deb (scripts/deb.sh)"
-args=(--out "$DIR/out")
+args=(--pg-config "$PG_CONFIG" --out "$DIR/out")
 [ -n "$package" ] && args+=(--package "$package")
 deb=$(bash scripts/deb.sh "${args[@]}")
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
@@ -67,7 +74,7 @@ check "Package: $NAME" test "$(field Package)" = "$NAME"
 check "Version: $version-1 (Cargo.toml's version)" test "$(field Version)" = "$version-1"
 check "Architecture: $(dpkg --print-architecture)" test "$(field Architecture)" = "$(dpkg --print-architecture)"
 depends=$(field Depends)
-check "Depends names postgresql-15 ($depends)" grep -qE '(^|, )postgresql-15(,|$| )' <<<"$depends"
+check "Depends names postgresql-$PG_MAJOR ($depends)" grep -qE "(^|, )postgresql-$PG_MAJOR(,|\$| )" <<<"$depends"
 check "Depends names libc6 ($depends)" grep -qE '(^|, )libc6( |,|$)' <<<"$depends"
 check "Maintainer and Description present" test -n "$(field Maintainer)" -a -n "$(field Description)"
 
@@ -144,6 +151,27 @@ stop_server "$DIR/srv"
 log "dpkg --root -r removes every file it installed"
 check "dpkg --root -r" dpkg --root="$R" --remove "$NAME"
 check "no simhash_ext file left in the isolated tree" test -z "$(find "$R" -name 'simhash_ext*' -print -quit)"
+
+if [ -n "$other" ]; then
+    major=$(pg_major "$other")
+    oname=postgresql-$major-simhash-ext
+    log "the package for PostgreSQL $major (scripts/deb.sh --pg-config $other)"
+    odeb=$(bash scripts/deb.sh --pg-config "$other" --out "$DIR/out-$major")
+    ofield() { dpkg-deb --field "$odeb" "$1"; }
+    check "file name ${oname}_$version-1_$(dpkg --print-architecture).deb" \
+        test "$(basename "$odeb")" = "${oname}_$version-1_$(dpkg --print-architecture).deb"
+    check "Package: $oname" test "$(ofield Package)" = "$oname"
+    check "Depends names postgresql-$major ($(ofield Depends))" grep -qE "(^|, )postgresql-$major(,|$| )" <<<"$(ofield Depends)"
+    check "Description names PostgreSQL $major" grep -q "PostgreSQL $major" <<<"$(ofield Description)"
+    dpkg-deb --contents "$odeb" | awk '$1 !~ /^d/ {sub(/^\.\//, "/", $6); print $6}' | sort >"$DIR/files-$major.txt"
+    sed "s|/usr/lib/postgresql/$PG_MAJOR/|/usr/lib/postgresql/$major/|; s|/usr/share/postgresql/$PG_MAJOR/|/usr/share/postgresql/$major/|; s|/usr/share/doc/$NAME/|/usr/share/doc/$oname/|" \
+        "$DIR/expected-files.txt" | sort >"$DIR/expected-files-$major.txt"
+    check "files at Debian's paths for PostgreSQL $major" diff -u "$DIR/expected-files-$major.txt" "$DIR/files-$major.txt"
+    dpkg-deb -x "$odeb" "$DIR/extracted-$major"
+    check "its library is its own build, not the PostgreSQL 15 one" \
+        bash -c '! cmp -s "$1" "$2"' _ "$DIR/extracted-$major/usr/lib/postgresql/$major/lib/simhash_ext.so" "$DIR/extracted$SYS_LIB/simhash_ext.so"
+    rm -rf "$DIR/extracted-$major"
+fi
 
 echo
 if ((failures)); then

@@ -90,6 +90,15 @@ check_growth "trigger on INSERT (the row is written too)" "$growth" 3.5
 expect "the trigger stored the fingerprint of the $MB MB row" \
     "$(q postgres -c "SELECT body_simhash = simhash(body) FROM docs")" t
 
+# The statements stopped below are made long by construction, whatever the machine's speed: each
+# fingerprints the 100 MB text a thousand times (over a quarter of an hour at today's speed), so the
+# timeout or the cancel always finds them running. (Fingerprinting it once takes about a second, so a
+# statement that did it once raced the 0.5 s timeout and the cancel sent after 1 s.) The trigger's
+# case writes into `slow`, attached with on_duplicate 'none', so that no row is refused as a
+# near-duplicate of the one before and every row is fingerprinted.
+THOUSAND="generate_series(1, 1000) AS g"
+q postgres -c "CREATE TABLE slow (id int PRIMARY KEY, body text)" -c "SELECT simhash_attach('slow', 'body')" >/dev/null
+
 # timed DB SQL [SETTING] : runs SQL with statement_timeout = 500ms; prints "SQLSTATE seconds".
 timed() {
     "$PSQL" -X -q -At -h /tmp -p "$PORT" -U postgres -d "$1" -v VERBOSITY=verbose >"$OUT/timed.out" 2>&1 <<SQL || true
@@ -105,26 +114,28 @@ SQL
     echo "${state:-00000} $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
 }
 
-for case in "simhash()|SELECT simhash(body) FROM big" \
-    "simhash(tokenizer => 'jieba')|SELECT simhash(body, tokenizer => 'jieba') FROM big" \
-    "simhash_features()|SELECT count(*) FROM big, simhash_features(body)" \
-    "simhash(tokenizer => 'char', shingle => 3)|SELECT simhash(body, tokenizer => 'char', shingle => 3) FROM big" \
-    "trigger on INSERT|INSERT INTO docs SELECT 2, body FROM big"; do
+for case in "simhash()|SELECT count(simhash(body)) FROM big, $THOUSAND" \
+    "simhash(tokenizer => 'jieba')|SELECT count(simhash(body, tokenizer => 'jieba')) FROM big, $THOUSAND" \
+    "simhash_features()|SELECT count(*) FROM big, $THOUSAND, simhash_features(body)" \
+    "simhash(tokenizer => 'char', shingle => 3)|SELECT count(simhash(body, tokenizer => 'char', shingle => 3)) FROM big, $THOUSAND" \
+    "trigger on INSERT|INSERT INTO slow SELECT g, body FROM big, $THOUSAND"; do
     label=${case%%|*}
     read -r state secs <<<"$(timed postgres "${case#*|}")"
     expect "statement_timeout 500ms stops $label with 57014" "$state" 57014
     measure "statement_timeout: $label ends after (s, timeout 0.5)" "$secs"
     expect "$label ends within 1 s of the timeout" "$(awk -v s="$secs" 'BEGIN { print (s < 1.5) ? "yes" : "no" }')" yes
 done
-read -r state secs <<<"$(timed rb_latin1 "SELECT simhash(body) FROM big")"
+read -r state secs <<<"$(timed rb_latin1 "SELECT count(simhash(body)) FROM big, $THOUSAND")"
 expect "statement_timeout stops simhash() in LATIN1 with 57014" "$state" 57014
 measure "statement_timeout: LATIN1 simhash() ends after (s, timeout 0.5)" "$secs"
 expect "LATIN1 simhash() ends within 1 s of the timeout" "$(awk -v s="$secs" 'BEGIN { print (s < 1.5) ? "yes" : "no" }')" yes
 
-# pg_cancel_backend from a second session, 1 s into the computation.
+# pg_cancel_backend from a second session, 1 s into the computation (a statement timeout of two
+# minutes stops it should the cancel not).
 cancel_case() { # LABEL SQL
     "$PSQL" -X -q -At -h /tmp -p "$PORT" -U postgres -d postgres -v VERBOSITY=verbose >"$OUT/cancel.out" 2>&1 <<SQL &
 SET application_name = 'rb_cancel';
+SET statement_timeout = '120s';
 $2;
 SELECT 'T1 ' || extract(epoch FROM clock_timestamp());
 SQL
@@ -147,9 +158,9 @@ SQL
     measure "pg_cancel_backend: $1 ends after (s)" "$secs"
     expect "$1 ends within 1 s of the cancel" "$(awk -v s="$secs" 'BEGIN { print (s < 1.0) ? "yes" : "no" }')" yes
 }
-cancel_case "simhash()" "SELECT simhash(body) FROM big"
-cancel_case "simhash_features()" "SELECT count(*) FROM big, simhash_features(body)"
-cancel_case "trigger on INSERT" "INSERT INTO docs SELECT 3, body FROM big"
+cancel_case "simhash()" "SELECT count(simhash(body)) FROM big, $THOUSAND"
+cancel_case "simhash_features()" "SELECT count(*) FROM big, $THOUSAND, simhash_features(body)"
+cancel_case "trigger on INSERT" "INSERT INTO slow SELECT g, body FROM big, $THOUSAND"
 
 # Near the 1 GB varlena limit (1 GB - 1 byte with its 4-byte header): a result or a clean ERROR.
 limit_case() { # DB LABEL UNIT
