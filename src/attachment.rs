@@ -149,6 +149,20 @@ impl Attachment {
         format!("{}_registered", self.text_column)
     }
 
+    /// The columns `simhash_attach()` added for this attachment: the fingerprint, the bands, the flag
+    /// column in `'flag'` mode and the registered fingerprint of a registry attachment.
+    pub fn derived_columns(&self) -> Vec<String> {
+        let mut columns = vec![self.fingerprint_column()];
+        columns.extend((0..self.nbands).map(|band| self.band_column(band)));
+        if self.mode == Mode::Flag {
+            columns.push(self.flag_column());
+        }
+        if self.registry {
+            columns.push(self.registered_column());
+        }
+        columns
+    }
+
     /// The view that writes to a registry attachment of `table` (unquoted) go through.
     pub fn checked_view(&self, table: &str) -> String {
         format!("{table}_{}_checked", self.text_column)

@@ -12,6 +12,7 @@ use std::ffi::CStr;
 
 use pgrx::prelude::*;
 
+use crate::catalog::own_namespace;
 use crate::errors::{raise, EncodedError};
 
 extern "C-unwind" {
@@ -277,6 +278,51 @@ unsafe fn relation_of(range: *mut pg_sys::RangeVar) -> pg_sys::Oid {
     )
 }
 
+/// Refuses `ALTER TABLE ... DROP COLUMN` of a column that `simhash_attach()` added (SQLSTATE 55000,
+/// as a rename of one): without it the trigger and `simhash_detach()` would be left without a
+/// column they name.
+unsafe fn refuse_derived_drop(
+    table: pg_sys::Oid,
+    column: *const std::ffi::c_char,
+    ext_namespace: pg_sys::Oid,
+) {
+    if table == pg_sys::InvalidOid {
+        return;
+    }
+    let rel = pg_sys::try_relation_open(table, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    if rel.is_null() {
+        return;
+    }
+    let column = crate::catalog::cstr_utf8(column);
+    let trigdesc = (*rel).trigdesc;
+    let triggers = if trigdesc.is_null() {
+        &[][..]
+    } else {
+        std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize)
+    };
+    let owner = triggers
+        .iter()
+        .filter(|t| crate::catalog::is_extension_function(t.tgfoid, b"simhash_trigger", ext_namespace))
+        .filter_map(|t| crate::attachment::Attachment::from_trigger(t))
+        .find(|att| att.derived_columns().contains(&column));
+    if let Some(att) = owner {
+        let table = crate::catalog::qualified_name(rel);
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            message: format!(
+                "cannot drop column \"{column}\" of \"{table}\": simhash_attach() added it for column \"{}\"",
+                att.text_column
+            ),
+            detail: None,
+            hint: Some(format!(
+                "Detach column {} with simhash_detach() instead: that drops every column it added.",
+                att.text_column
+            )),
+        });
+    }
+    pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+}
+
 unsafe fn list_cells<T>(list: *mut pg_sys::List) -> Vec<*mut T> {
     if list.is_null() {
         return Vec::new();
@@ -321,6 +367,9 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 return pg_sys::Datum::from(0);
             }
             for cmd in list_cells::<pg_sys::AlterTableCmd>(stmt.cmds) {
+                if (*cmd).subtype == pg_sys::AlterTableType::AT_DropColumn && !(*cmd).name.is_null() {
+                    refuse_derived_drop(relation_of(stmt.relation), (*cmd).name, own_namespace(fcinfo));
+                }
                 if (*cmd).subtype != pg_sys::AlterTableType::AT_AttachPartition || (*cmd).def.is_null() {
                     continue;
                 }
