@@ -419,4 +419,51 @@ mod tests {
             std::backtrace::BacktraceStatus::Captured
         );
     }
+
+    #[pg_test]
+    fn sql_and_rust_decode_the_same_attachment() {
+        // Two readers of the trigger's arguments until the PL/pgSQL moves to Rust:
+        // simhash_trigger_attachment() (sql/src/attachment.sql) and Attachment::from_trigger.
+        Spi::run("CREATE TABLE att_pair (id int PRIMARY KEY, body text, site int)").unwrap();
+        Spi::run(
+            "SELECT simhash_attach('att_pair', 'body', max_distance => 5, on_duplicate => 'flag', \
+             tokenizer => 'word', shingle => 2, weighting => 'tf', stopwords => false, fold => 'none', scope => 'site')",
+        )
+        .unwrap();
+        let row = "SELECT concat_ws('|', a.fingerprint_column, array_to_string(a.band_columns, ','), a.max_distance, \
+                   a.on_duplicate, a.flag_column, a.scope_column, a.registry::text) \
+                   FROM simhash_attachments() a WHERE a.table_name = 'att_pair'::regclass";
+        let sql = Spi::get_one::<String>(row).unwrap().expect("one attachment");
+        let namespace = Spi::get_one::<pg_sys::Oid>(
+            "SELECT extnamespace FROM pg_extension WHERE extname = 'simhash_ext'",
+        )
+        .unwrap()
+        .expect("the extension's schema");
+        let relid = Spi::get_one::<pg_sys::Oid>("SELECT 'att_pair'::regclass::oid")
+            .unwrap()
+            .expect("the table");
+        let att = unsafe {
+            let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            let att = crate::attachment::find(heap, Some("body"), namespace);
+            pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+            att
+        };
+        let bands: Vec<String> = (0..att.nbands).map(|b| att.band_column(b)).collect();
+        let rust = [
+            att.fingerprint_column(),
+            bands.join(","),
+            att.max_distance.to_string(),
+            att.mode.name().to_string(),
+            att.flag_column(),
+            att.scope_column.clone().unwrap_or_default(),
+            att.registry.to_string(),
+        ]
+        .join("|");
+        assert_eq!(sql, rust);
+        assert_eq!(
+            att.derived_columns().len(),
+            6,
+            "fingerprint, four bands and the flag column"
+        );
+    }
 }
