@@ -29,7 +29,7 @@ mod tests;
 ::pgrx::pg_module_magic!(name, version);
 
 /// Loaded by `shared_preload_libraries`, the postmaster builds the jieba dictionary once and every
-/// backend inherits it; otherwise it is built on a backend's first jieba call (SPEC §5).
+/// backend inherits it; otherwise it is built on a backend's first jieba call (docs/ARCHITECTURE.md §12.4).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     // pgrx appends a captured Rust backtrace to the DETAIL of a PostgreSQL error it re-raises (an
