@@ -1,4 +1,4 @@
-//! Hamming distance and bands in SQL (SPEC §3).
+//! Hamming distance and bands in SQL (docs/ARCHITECTURE.md §4.1).
 
 use pgrx::prelude::*;
 

@@ -4,8 +4,6 @@
 //! shard; its trigger runs on each shard and sees that shard's rows only, so near-duplicates can be
 //! rejected there only among rows of one value of the distribution column (the attachment's scope).
 
-use std::ffi::CString;
-
 use pgrx::prelude::*;
 
 /// How Citus places the rows of a table.
@@ -32,10 +30,7 @@ pub fn citus_installed() -> bool {
 
 /// `method`, `column` and `table` read by `sql` (one OID parameter) as a [`Distribution`].
 unsafe fn read_distribution(sql: &str, relid: pg_sys::Oid) -> Option<Distribution> {
-    pg_sys::SPI_connect();
-    let found = crate::trigger::query_utf8(sql, relid);
-    pg_sys::SPI_finish();
-    let found = found?;
+    let found = crate::spi::connected(|| crate::spi::one_utf8(sql, &[crate::spi::Arg::Oid(relid)]))?;
     // Separated by chr(1), which no sensible name holds.
     let mut parts = found.splitn(3, '\u{1}');
     let (method, column, table) = (
@@ -51,8 +46,8 @@ unsafe fn read_distribution(sql: &str, relid: pg_sys::Oid) -> Option<Distributio
 }
 
 thread_local! {
-    static DISTRIBUTIONS: crate::leafmap::CatalogCache<pg_sys::Oid, Option<Distribution>> =
-        crate::leafmap::CatalogCache::default();
+    static DISTRIBUTIONS: crate::catalog::CatalogCache<pg_sys::Oid, Option<Distribution>> =
+        crate::catalog::CatalogCache::default();
 }
 
 /// The distribution of a table that Citus manages (on the coordinator, or its copy of the metadata
@@ -99,7 +94,7 @@ pub unsafe fn shard_distribution(relid: pg_sys::Oid) -> Option<Distribution> {
     if name.is_null() {
         return None;
     }
-    let name = crate::text::server_to_utf8_lossy(std::ffi::CStr::from_ptr(name).to_bytes());
+    let name = crate::catalog::cstr_utf8(name);
     let shard_id = shard_id_of(&name)?;
     // relation_is_a_known_shard() checks the name against the shard's table and schema.
     read_distribution(
@@ -113,29 +108,6 @@ pub unsafe fn shard_distribution(relid: pg_sys::Oid) -> Option<Distribution> {
     )
 }
 
-/// Runs `sql` with SPI and returns its rows through `on_row` (called with SPI connected).
-///
-/// # Safety
-/// `on_row` must copy what it keeps out of SPI's memory.
-pub unsafe fn for_each_row(sql: &str, on_row: &mut dyn FnMut(pg_sys::HeapTuple, pg_sys::TupleDesc)) {
-    let csql = CString::new(crate::text::utf8_to_server(sql).into_owned()).unwrap_or_default();
-    pg_sys::SPI_connect();
-    let status = pg_sys::SPI_execute(csql.as_ptr(), true, 0);
-    if status != pg_sys::SPI_OK_SELECT as i32 {
-        crate::errors::raise(crate::errors::EncodedError {
-            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            message: format!("simhash_ext: the distributed lookup failed (SPI status {status})"),
-            detail: None,
-            hint: None,
-        });
-    }
-    let table = &*pg_sys::SPI_tuptable;
-    for i in 0..pg_sys::SPI_processed as usize {
-        on_row(*table.vals.add(i), table.tupdesc);
-    }
-    pg_sys::SPI_finish();
-}
-
 /// `simhash_registry_buckets(fingerprint, max_distance)`: the registry buckets of a fingerprint
 /// (`simhash_core::probe::registry_buckets`), by which the registry of a distributed table that
 /// rejects near-duplicates across all its shards is distributed and locked.
@@ -144,17 +116,9 @@ fn simhash_registry_buckets(
     fingerprint: i64,
     max_distance: i32,
 ) -> TableIterator<'static, (name!(lock_key, i32), name!(part_value, i64))> {
-    if !(0..=16).contains(&max_distance) {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "invalid value for option \"max_distance\": {max_distance}; allowed: an integer from 0 to 16"
-            )
-        );
-    }
+    let max_distance = crate::attachment::check_max_distance(max_distance);
     TableIterator::new(
-        simhash_core::probe::registry_buckets(fingerprint as u64, max_distance as u32)
+        simhash_core::probe::registry_buckets(fingerprint as u64, max_distance)
             .into_iter()
             .map(|(key, value)| (key as i32, value as i64)),
     )

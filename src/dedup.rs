@@ -5,38 +5,13 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::text::ServerText;
-use pgrx::callconv::{Arg, ArgAbi};
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
-use pgrx::pgrx_sql_entity_graph::metadata::{
-    ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
-};
 use pgrx::prelude::*;
-use simhash_core::pairs::{cluster_rows, group_identical, near_pairs, Progress, MAX_PAIR_DISTANCE};
+use simhash_core::pairs::{cluster_rows, group_identical, near_pairs, Progress};
 
-/// A `regclass` argument, so that `simhash_pairs('my_table')` resolves the name as PostgreSQL does.
-pub struct RegClass(pub pg_sys::Oid);
-
-impl FromDatum for RegClass {
-    unsafe fn from_polymorphic_datum(datum: pg_sys::Datum, is_null: bool, _: pg_sys::Oid) -> Option<Self> {
-        (!is_null).then(|| RegClass(pg_sys::Oid::from(datum.value() as u32)))
-    }
-}
-
-unsafe impl<'fcx> ArgAbi<'fcx> for RegClass {
-    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
-        let index = arg.index();
-        unsafe { arg.unbox_arg_using_from_datum() }
-            .unwrap_or_else(|| panic!("argument {index} must not be null"))
-    }
-}
-
-unsafe impl SqlTranslatable for RegClass {
-    const TYPE_IDENT: &'static str = "simhash_ext::dedup::RegClass";
-    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
-    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("regclass"));
-    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Err(ReturnsError::Datum);
-}
+use crate::attachment::RowKey;
+use crate::catalog::RegClass;
+use crate::text::ServerText;
 
 /// The table argument, which must not be NULL (SQLSTATE 22004).
 fn required(table: Option<RegClass>) -> pg_sys::Oid {
@@ -107,6 +82,38 @@ impl Reporter {
     }
 }
 
+/// What a dedup needs to know of an attached table.
+struct Table {
+    att: crate::attachment::Attachment,
+    key: RowKey,
+    /// `schema.table`, quoted.
+    qualified: String,
+    /// A partitioned table or a partition: a ctid names a row only within its partition.
+    partitioned: bool,
+    /// A Citus table, whose rows are on its shards.
+    distributed: bool,
+}
+
+impl Table {
+    /// The attachment on `text_column` of `relid` and how its rows are named. SPI must be connected.
+    fn read(relid: pg_sys::Oid, text_column: Option<&str>, namespace: pg_sys::Oid, schema: &str) -> Table {
+        crate::errors::in_extern(|| unsafe {
+            let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            let form = &*(*heap).rd_rel;
+            let partitioned = form.relkind as u8 == pg_sys::RELKIND_PARTITIONED_TABLE || form.relispartition;
+            let table = Table {
+                att: crate::attachment::find(heap, text_column, namespace),
+                key: RowKey::of(relid, schema, partitioned),
+                qualified: crate::catalog::qualified_name(heap),
+                partitioned,
+                distributed: crate::citus::distribution(relid).is_some(),
+            };
+            pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+            table
+        })
+    }
+}
+
 fn read_rows(
     table: pg_sys::Oid,
     max_distance: Option<i32>,
@@ -114,87 +121,59 @@ fn read_rows(
     reporter: &mut Reporter,
 ) -> Rows {
     Spi::connect(|client| {
-        let schema: String = client
+        let extension = client
             .select(
-                "SELECT quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace \
+                "SELECT quote_ident(n.nspname), n.oid FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace \
                  WHERE e.extname = 'simhash_ext'",
                 None,
                 &[],
             )
-            .and_then(|t| t.first().get_one::<String>())
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| "public".into());
-        let att = client
+            .and_then(|t| t.first().get_two::<String, pg_sys::Oid>())
+            .ok();
+        let (schema, namespace) = match extension {
+            Some((Some(schema), Some(namespace))) => (schema, namespace),
+            _ => ("public".into(), pg_sys::Oid::INVALID),
+        };
+        // Raises the errors of a table (or column) that is not attached, or has several attached.
+        let text_column: Option<String> = client
             .select(
-                &format!(
-                    "SELECT a.fingerprint_column::text, cardinality(a.band_columns), a.max_distance, \
-                            quote_ident(n.nspname) || '.' || quote_ident(c.relname), \
-                            (SELECT string_agg('t.' || quote_ident(p.attname), ', ' ORDER BY p.ord) \
-                             FROM {schema}.simhash_primary_key($1) p), \
-                            (SELECT count(*) FROM {schema}.simhash_primary_key($1))::int, \
-                            c.relkind = 'p' OR c.relispartition, \
-                            (SELECT d.method FROM {schema}.simhash_distribution($1) d) IS NOT NULL \
-                     FROM {schema}.simhash_find_attachment($1, $2) a \
-                     JOIN pg_class c ON c.oid = a.table_name JOIN pg_namespace n ON n.oid = c.relnamespace"
-                ),
+                &format!("SELECT a.text_column::text FROM {schema}.simhash_find_attachment($1, $2) a"),
                 None,
                 &[table.into(), text_column.into()],
             )
+            .and_then(|t| t.first().get_one::<String>())
             .expect("simhash_find_attachment raises its own errors");
-        let att = att.first();
-        let fp_column: String = att.get(1).ok().flatten().unwrap_or_default();
-        let nbands: i32 = att.get(2).ok().flatten().unwrap_or(4);
-        let attached: i32 = att.get(3).ok().flatten().unwrap_or(3);
-        let qualified: String = att.get(4).ok().flatten().unwrap_or_default();
-        let key_columns: Option<String> = att.get(5).ok().flatten();
-        let key_count: i32 = att.get(6).ok().flatten().unwrap_or(0);
-        let partitioned: bool = att.get(7).ok().flatten().unwrap_or(false);
-        let distributed: bool = att.get(8).ok().flatten().unwrap_or(false);
-        if distributed && key_count == 0 {
+        let table = Table::read(table, text_column.as_deref(), namespace, &schema);
+        if table.distributed && matches!(table.key, RowKey::Ctid { .. }) {
             ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-                format!("{}: distributed table {qualified} has no primary key", reporter.what),
+                format!("{}: distributed table {} has no primary key", reporter.what, table.qualified),
                 "Rows of a Citus table are named by their primary key: a ctid names a row only within its shard."
             );
         }
-
-        let k = max_distance.unwrap_or(attached);
-        if !(0..=MAX_PAIR_DISTANCE as i32).contains(&k) {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!(
-                    "invalid value for option \"max_distance\": {k}; allowed: an integer from 0 to {MAX_PAIR_DISTANCE}"
-                )
-            );
-        }
-        let (key_text, order) = match (key_columns, key_count) {
-            (Some(cols), 1) => (format!("{cols}::text"), cols),
-            (Some(cols), _) => (format!("ROW({cols})::text"), cols),
-            // A ctid names a row only within its partition.
-            (None, _) if partitioned => (
-                "ROW(t.tableoid::regclass, t.ctid)::text".to_string(),
-                "t.tableoid, t.ctid".to_string(),
-            ),
-            (None, _) => ("t.ctid::text".to_string(), "t.ctid".to_string()),
-        };
+        let k = crate::attachment::check_max_distance(max_distance.unwrap_or(table.att.max_distance));
         // Keys travel as UTF-8 bytes: pgrx reads `text` as UTF-8 only.
-        let key_text = format!("convert_to({key_text}, 'UTF8')");
         let query = format!(
-            "SELECT {key_text}, t.{} FROM {}{qualified} t ORDER BY {order}",
-            pgrx::spi::quote_identifier(&fp_column),
+            "SELECT convert_to({}, 'UTF8'), t.{} FROM {}{} t ORDER BY {}",
+            table.key.value_sql("t"),
+            pgrx::spi::quote_identifier(table.att.fingerprint_column()),
             // A partitioned table holds no rows itself: its partitions are read; Citus reads the
             // shards of a distributed table (the keys and fingerprints come to this node, not the texts).
-            if partitioned || distributed { "" } else { "ONLY " }
+            if table.partitioned || table.distributed {
+                ""
+            } else {
+                "ONLY "
+            },
+            table.qualified,
+            table.key.order_by("t"),
         );
         let mut cursor = client.open_cursor(&query, &[]);
         let mut rows = Rows {
             keys: Vec::new(),
             fps: Vec::new(),
-            nbands: nbands as u32,
-            max_distance: k as u32,
+            nbands: table.att.nbands as u32,
+            max_distance: k,
         };
         loop {
             let batch = cursor.fetch(10_000).expect("reading the table failed");

@@ -29,9 +29,10 @@ use std::collections::HashMap;
 use pgrx::prelude::*;
 use simhash_core::probe::ProbePlan;
 
+use crate::check::tid_key;
 use crate::errors::OrRaise;
-use crate::search::{search_table, BandIndexes, HeapFetch};
-use crate::trigger::Setup;
+use crate::search::{search_table, BandIndexes, HeapFetch, TableSearch};
+use crate::setup::Setup;
 
 /// A row written by the current statement, waiting for its check.
 struct Pending {
@@ -140,14 +141,6 @@ unsafe extern "C-unwind" fn subxact_callback(
     }
 }
 
-/// Whether paired triggers leave the check to the AFTER trigger in this transaction: not at
-/// SERIALIZABLE, where the check before the write keeps its unique-violation error (written
-/// first, the row would make the check's reads a serialization failure) and leaf lists do not
-/// serve anyway. The isolation level is fixed before a transaction's first write.
-pub fn defers() -> bool {
-    unsafe { pg_sys::XactIsoLevel != pg_sys::XACT_SERIALIZABLE as i32 }
-}
-
 /// Whether a row noted now is checked at the end of a statement: only within one.
 pub fn in_statement() -> bool {
     DEPTH.with(Cell::get) > 0
@@ -220,7 +213,7 @@ unsafe fn check_from(start: usize) {
         let rel = pg_sys::table_open(group.relid, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
         if let Some((distance, tid)) = first_duplicate(rel, &group.setup, &mine, snapshot) {
             let att = &group.setup.att;
-            let (key_columns, nearest) = crate::trigger::describe_row(
+            let (key_columns, nearest) = crate::check::describe_row(
                 &group.ext_schema,
                 att,
                 group.relid,
@@ -230,15 +223,11 @@ unsafe fn check_from(start: usize) {
                 snapshot,
             );
             let nearest = nearest.expect("a row found has a key");
-            crate::trigger::raise_duplicate(att, &crate::search::relation_name(rel), &key_columns, &nearest);
+            crate::check::raise_duplicate(att, &crate::catalog::relation_name(rel), &key_columns, &nearest);
         }
         pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     }
     pg_sys::UnregisterSnapshot(snapshot);
-}
-
-fn tid_key(tid: &pg_sys::ItemPointerData) -> (u16, u16, u16) {
-    (tid.ip_blkid.bi_hi, tid.ip_blkid.bi_lo, tid.ip_posid)
 }
 
 /// The nearest near-duplicate of the first of `rows` (fingerprint, TID; in the order written) that
@@ -288,22 +277,22 @@ unsafe fn first_duplicate(
     drop(indexes);
     for (i, &(fp, tid)) in rows.iter().enumerate() {
         let mut nearest: Option<(u32, pg_sys::ItemPointerData)> = None;
-        search_table(
+        let search = TableSearch {
             rel,
             att,
             fp_attnum,
-            fp,
-            att.max_distance,
+            query: fp,
+            k: att.max_distance,
             snapshot,
-            Some(tid),
-            pg_sys::NoLock as pg_sys::LOCKMODE,
-            &mut |d, slot| {
-                let found = (*slot).tts_tid;
-                if counts(i, &found) && nearest.is_none_or(|(nd, _)| d < nd) {
-                    nearest = Some((d, found));
-                }
-            },
-        );
+            exclude: Some(tid),
+            lockmode: pg_sys::NoLock as pg_sys::LOCKMODE,
+        };
+        search_table(&search, &mut |d, slot| {
+            let found = (*slot).tts_tid;
+            if counts(i, &found) && nearest.is_none_or(|(nd, _)| d < nd) {
+                nearest = Some((d, found));
+            }
+        });
         if nearest.is_some() {
             return nearest;
         }
@@ -314,7 +303,6 @@ unsafe fn first_duplicate(
 /// Finds every row's nearest near-duplicate (as [`first_duplicate`] counts them) in one ascending
 /// pass over each band index for all rows. False, with `best` undefined, where the band indexes
 /// cannot be read that way or the distance is beyond what probing serves.
-#[allow(clippy::too_many_arguments)]
 unsafe fn merged(
     rel: pg_sys::Relation,
     indexes: &BandIndexes,
@@ -388,46 +376,4 @@ unsafe fn merged(
         BATCHED.fetch_add(rows.len() as u64, std::sync::atomic::Ordering::Relaxed);
     }
     served
-}
-
-/// Whether `trigger` on `rel` has its partner: for `simhash_trigger()` BEFORE INSERT, a
-/// `simhash_check_trigger()` AFTER INSERT with the same arguments that fires when it does, and
-/// the other way round. Only then does the BEFORE trigger leave the check of an INSERT to the
-/// AFTER one. Never on a partition (its rows are checked across the partitioned table, per row).
-///
-/// # Safety
-/// `rel` must be the open relation `trigger` belongs to.
-pub unsafe fn paired(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> bool {
-    const ROW: i16 = 1 << 0;
-    const BEFORE: i16 = 1 << 1;
-    const INSERT: i16 = 1 << 2;
-    const INSTEAD: i16 = 1 << 6;
-    let form = &*(*rel).rd_rel;
-    if form.relispartition || form.relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char {
-        return false;
-    }
-    let trigdesc = (*rel).trigdesc;
-    if trigdesc.is_null() {
-        return false;
-    }
-    let before = trigger.tgtype & BEFORE != 0;
-    let (partner, shape) = if before {
-        (&b"simhash_check_trigger"[..], ROW | INSERT)
-    } else {
-        (&b"simhash_trigger"[..], ROW | BEFORE | INSERT)
-    };
-    let namespace = pg_sys::get_func_namespace(trigger.tgfoid);
-    let args = |t: &pg_sys::Trigger| -> Vec<&[u8]> {
-        (0..t.tgnargs as usize)
-            .map(|i| std::ffi::CStr::from_ptr(*t.tgargs.add(i)).to_bytes())
-            .collect()
-    };
-    let triggers = std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize);
-    triggers.iter().any(|t| {
-        t.tgoid != trigger.tgoid
-            && crate::search::is_extension_function(t.tgfoid, partner, namespace)
-            && t.tgtype & (ROW | BEFORE | INSERT | INSTEAD) == shape
-            && t.tgenabled == trigger.tgenabled
-            && args(t) == args(trigger)
-    })
 }

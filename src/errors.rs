@@ -164,6 +164,30 @@ pub unsafe fn guard(body: impl FnOnce() -> pg_sys::Datum) -> pg_sys::Datum {
     }
 }
 
+/// Declares a version-1 C function of PostgreSQL by hand, for what `#[pg_extern]` cannot declare
+/// (trigger and event trigger functions, `anyelement` rows): its `pg_finfo_` record and its entry
+/// point, whose body runs under [`guard`]. The symbols keep the names installed databases call.
+macro_rules! c_function {
+    ($(#[$doc:meta])* $finfo:ident, $name:ident => $body:path) => {
+        #[no_mangle]
+        #[doc(hidden)]
+        pub extern "C" fn $finfo() -> &'static pgrx::pg_sys::Pg_finfo_record {
+            const V1: pgrx::pg_sys::Pg_finfo_record = pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
+            &V1
+        }
+
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Called by PostgreSQL, through the SQL function that names this symbol.
+        #[no_mangle]
+        pub unsafe extern "C-unwind" fn $name(fcinfo: pgrx::pg_sys::FunctionCallInfo) -> pgrx::pg_sys::Datum {
+            unsafe { $crate::errors::guard(|| $body(fcinfo)) }
+        }
+    };
+}
+pub(crate) use c_function;
+
 /// The allocator of every Rust allocation in the backend. Rust aborts the process when an
 /// allocation fails, and an aborted backend makes the postmaster restart the whole server. This
 /// allocator keeps an emergency reserve of address space instead: on the first failure it releases

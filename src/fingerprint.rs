@@ -1,4 +1,4 @@
-//! `simhash()` and `simhash_features()` in SQL (SPEC §2–3).
+//! `simhash()` and `simhash_features()` in SQL (docs/ARCHITECTURE.md §2).
 
 use pgrx::prelude::*;
 use simhash_core::{Chunking, Options};

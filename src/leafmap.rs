@@ -1137,47 +1137,11 @@ fn prefetch_line(address: *const u8) {
     }
 }
 
-/// How many relcache invalidations this backend has processed since it first asked: what is
-/// derived from the catalogs (which indexes serve the bands, the leaf lists) is kept while this
-/// stays the same.
-pub fn relcache_generation() -> u64 {
+/// Registers the relcache callback that counts invalidations and drops the lists of indexes.
+fn register_invalidation_callback() {
     if !CALLBACK_REGISTERED.with(Cell::get) {
         unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(relcache_invalidated), pg_sys::Datum::from(0)) };
         CALLBACK_REGISTERED.with(|r| r.set(true));
-    }
-    INVALIDATIONS.with(Cell::get)
-}
-
-/// Values derived from the catalogs (which indexes serve the bands, a trigger's parsed arguments,
-/// the partitions of a table), kept per key until this backend processes a relcache invalidation:
-/// DDL that could change them sends one. Declared in a `thread_local!`.
-pub struct CatalogCache<K, V>(RefCell<HashMap<K, (u64, V)>>);
-
-impl<K: std::hash::Hash + Eq, V: Clone> Default for CatalogCache<K, V> {
-    fn default() -> Self {
-        CatalogCache(RefCell::new(HashMap::new()))
-    }
-}
-
-impl<K: std::hash::Hash + Eq, V: Clone> CatalogCache<K, V> {
-    /// The value for `key`, computed by `compute` (which may raise an error: nothing is borrowed
-    /// meanwhile) unless known from the current relcache generation.
-    pub fn get_or_compute(&self, key: K, compute: impl FnOnce() -> V) -> V {
-        let generation = relcache_generation();
-        let known = self
-            .0
-            .borrow()
-            .get(&key)
-            .filter(|(g, _)| *g == generation)
-            .map(|(_, v)| v.clone());
-        known.unwrap_or_else(|| {
-            let value = compute();
-            // Not kept if an invalidation arrived while it was computed.
-            if relcache_generation() == generation {
-                self.0.borrow_mut().insert(key, (generation, value.clone()));
-            }
-            value
-        })
     }
 }
 
@@ -1200,7 +1164,7 @@ pub unsafe fn equal_entries(
     {
         return false;
     }
-    relcache_generation(); // registers the invalidation callback that drops lists
+    register_invalidation_callback();
     let relid = (*index).rd_id;
     let relfilenode = compat::relfilenumber(index);
     let xmin = (*pg_sys::MyProc).xmin;

@@ -3,7 +3,10 @@
 
 use pgrx::prelude::*;
 
+mod attachment;
 mod bands;
+mod catalog;
+mod check;
 mod citus;
 mod compat;
 mod dedup;
@@ -14,6 +17,8 @@ mod fingerprint;
 mod leafmap;
 mod partitions;
 mod search;
+mod setup;
+mod spi;
 mod tables;
 mod text;
 mod trigger;
@@ -24,9 +29,13 @@ mod tests;
 ::pgrx::pg_module_magic!(name, version);
 
 /// Loaded by `shared_preload_libraries`, the postmaster builds the jieba dictionary once and every
-/// backend inherits it; otherwise it is built on a backend's first jieba call (SPEC §5).
+/// backend inherits it; otherwise it is built on a backend's first jieba call (docs/ARCHITECTURE.md §12.4).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    // pgrx appends a captured Rust backtrace to the DETAIL of a PostgreSQL error it re-raises (an
+    // error of SQL run from Rust) whenever RUST_BACKTRACE or RUST_LIB_BACKTRACE is set in the
+    // server's environment: no user-facing error may carry one. Panics still log theirs.
+    std::env::set_var("RUST_LIB_BACKTRACE", "0");
     dedup::register_settings();
     leafmap::register_settings();
     deferred::register();

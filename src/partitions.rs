@@ -12,6 +12,7 @@ use std::ffi::CStr;
 
 use pgrx::prelude::*;
 
+use crate::catalog::own_namespace;
 use crate::errors::{raise, EncodedError};
 
 extern "C-unwind" {
@@ -277,58 +278,49 @@ unsafe fn relation_of(range: *mut pg_sys::RangeVar) -> pg_sys::Oid {
     )
 }
 
-/// An argument of a helper call: an OID, or a name as the parse tree holds it (server encoding).
-enum Arg {
-    Oid(pg_sys::Oid),
-    Name(*const std::ffi::c_char),
-}
-
-/// Runs `SELECT <schema>.<function>($1, ...)`, the helper raising its own errors.
-unsafe fn call_helper(schema: &str, function: &str, args: &[Arg]) {
-    let placeholders: Vec<String> = args
+/// Refuses `ALTER TABLE ... DROP COLUMN` of a column that `simhash_attach()` added (SQLSTATE 55000,
+/// as a rename of one): without it the trigger and `simhash_detach()` would be left without a
+/// column they name.
+unsafe fn refuse_derived_drop(
+    table: pg_sys::Oid,
+    column: *const std::ffi::c_char,
+    ext_namespace: pg_sys::Oid,
+) {
+    if table == pg_sys::InvalidOid {
+        return;
+    }
+    let rel = pg_sys::try_relation_open(table, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    if rel.is_null() {
+        return;
+    }
+    let column = crate::catalog::cstr_utf8(column);
+    let trigdesc = (*rel).trigdesc;
+    let triggers = if trigdesc.is_null() {
+        &[][..]
+    } else {
+        std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize)
+    };
+    let owner = triggers
         .iter()
-        .enumerate()
-        .map(|(i, a)| match a {
-            Arg::Oid(_) => format!("${}::pg_catalog.regclass", i + 1),
-            Arg::Name(_) => format!("${}::pg_catalog.name", i + 1),
-        })
-        .collect();
-    let sql = format!("SELECT {schema}.{function}({})", placeholders.join(", "));
-    let csql = std::ffi::CString::new(crate::text::utf8_to_server(&sql).into_owned()).unwrap_or_default();
-    let mut types: Vec<pg_sys::Oid> = args
-        .iter()
-        .map(|a| match a {
-            Arg::Oid(_) => pg_sys::OIDOID,
-            Arg::Name(_) => pg_sys::TEXTOID,
-        })
-        .collect();
-    let mut values: Vec<pg_sys::Datum> = args
-        .iter()
-        .map(|a| match a {
-            Arg::Oid(oid) => pg_sys::Datum::from(*oid),
-            Arg::Name(name) => pg_sys::Datum::from(pg_sys::cstring_to_text(*name)),
-        })
-        .collect();
-    let nulls = vec![b' ' as std::ffi::c_char; args.len()];
-    pg_sys::SPI_connect();
-    let status = pg_sys::SPI_execute_with_args(
-        csql.as_ptr(),
-        args.len() as i32,
-        types.as_mut_ptr(),
-        values.as_mut_ptr(),
-        nulls.as_ptr(),
-        false,
-        0,
-    );
-    pg_sys::SPI_finish();
-    if status != pg_sys::SPI_OK_SELECT as i32 {
+        .filter(|t| crate::catalog::is_extension_function(t.tgfoid, b"simhash_trigger", ext_namespace))
+        .filter_map(|t| crate::attachment::Attachment::from_trigger(t))
+        .find(|att| att.derived_columns().contains(&column));
+    if let Some(att) = owner {
+        let table = crate::catalog::qualified_name(rel);
         raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            message: format!("simhash_ext: {function}() failed (SPI status {status})"),
+            code: PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            message: format!(
+                "cannot drop column \"{column}\" of \"{table}\": simhash_attach() added it for column \"{}\"",
+                att.text_column
+            ),
             detail: None,
-            hint: None,
+            hint: Some(format!(
+                "Detach column {} with simhash_detach() instead: that drops every column it added.",
+                att.text_column
+            )),
         });
     }
+    pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
 }
 
 unsafe fn list_cells<T>(list: *mut pg_sys::List) -> Vec<*mut T> {
@@ -341,25 +333,14 @@ unsafe fn list_cells<T>(list: *mut pg_sys::List) -> Vec<*mut T> {
         .collect()
 }
 
-#[no_mangle]
-#[doc(hidden)]
-pub extern "C" fn pg_finfo_simhash_ddl_command_start() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
-
-/// `simhash_ddl_command_start()`: the extension's event trigger on `ddl_command_start` of ALTER
-/// TABLE. Before `ALTER TABLE parent ATTACH PARTITION t`, gives `t` the columns and fingerprints of
-/// each attachment of `parent` (`simhash_prepare_partition()`); before `ALTER TABLE t RENAME COLUMN`
-/// of an attached text column, renames the columns derived from it and remakes the trigger, and
-/// refuses to rename a derived column (`simhash_rename_column()`).
-///
-/// # Safety
-/// Called by PostgreSQL as an event trigger function.
-#[no_mangle]
-pub unsafe extern "C-unwind" fn simhash_ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    crate::errors::guard(|| ddl_command_start(fcinfo))
-}
+crate::errors::c_function!(
+    /// `simhash_ddl_command_start()`: the extension's event trigger on `ddl_command_start` of ALTER
+    /// TABLE. Before `ALTER TABLE parent ATTACH PARTITION t`, gives `t` the columns and fingerprints
+    /// of each attachment of `parent` (`simhash_prepare_partition()`); before `ALTER TABLE t RENAME
+    /// COLUMN` of an attached text column, renames the columns derived from it and remakes the
+    /// trigger, and refuses to rename a derived column (`simhash_rename_column()`).
+    pg_finfo_simhash_ddl_command_start, simhash_ddl_command_start => ddl_command_start
+);
 
 unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let context = (*fcinfo).context;
@@ -378,9 +359,7 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     if tree.is_null() {
         return pg_sys::Datum::from(0);
     }
-    let schema = pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(
-        CStr::from_ptr(pg_sys::get_namespace_name(crate::search::own_namespace(fcinfo))).to_bytes(),
-    ));
+    let schema = crate::catalog::extension_schema(fcinfo);
     match (*tree).type_ {
         pg_sys::NodeTag::T_AlterTableStmt => {
             let stmt = &*(tree as *mut pg_sys::AlterTableStmt);
@@ -388,16 +367,19 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 return pg_sys::Datum::from(0);
             }
             for cmd in list_cells::<pg_sys::AlterTableCmd>(stmt.cmds) {
+                if (*cmd).subtype == pg_sys::AlterTableType::AT_DropColumn && !(*cmd).name.is_null() {
+                    refuse_derived_drop(relation_of(stmt.relation), (*cmd).name, own_namespace(fcinfo));
+                }
                 if (*cmd).subtype != pg_sys::AlterTableType::AT_AttachPartition || (*cmd).def.is_null() {
                     continue;
                 }
                 let partition = relation_of((*((*cmd).def as *mut pg_sys::PartitionCmd)).name);
                 let parent = relation_of(stmt.relation);
                 if parent != pg_sys::InvalidOid && partition != pg_sys::InvalidOid {
-                    call_helper(
+                    crate::spi::call(
                         &schema,
                         "simhash_prepare_partition",
-                        &[Arg::Oid(parent), Arg::Oid(partition)],
+                        &[crate::spi::Arg::Oid(parent), crate::spi::Arg::Oid(partition)],
                     );
                 }
             }
@@ -413,10 +395,14 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             }
             let table = relation_of(stmt.relation);
             if table != pg_sys::InvalidOid {
-                call_helper(
+                crate::spi::call(
                     &schema,
                     "simhash_rename_column",
-                    &[Arg::Oid(table), Arg::Name(stmt.subname), Arg::Name(stmt.newname)],
+                    &[
+                        crate::spi::Arg::Oid(table),
+                        crate::spi::Arg::Name(stmt.subname),
+                        crate::spi::Arg::Name(stmt.newname),
+                    ],
                 );
             }
         }

@@ -15,8 +15,9 @@ use std::ffi::CStr;
 use pgrx::prelude::*;
 use simhash_core::probe::ProbePlan;
 
+use crate::attachment::{Attachment, RowKey};
+use crate::catalog::{attnum_of, own_namespace, relation_name};
 use crate::errors::{raise, EncodedError, OrRaise};
-use crate::trigger::Attachment;
 
 /// The B-tree index on one band column, as the lookup uses it.
 pub struct BandIndex {
@@ -42,7 +43,7 @@ type ChosenKey = (pg_sys::Oid, String, i32, i16);
 type Chosen = Option<Vec<(pg_sys::Oid, Option<usize>)>>;
 
 thread_local! {
-    static CHOSEN: crate::leafmap::CatalogCache<ChosenKey, Chosen> = crate::leafmap::CatalogCache::default();
+    static CHOSEN: crate::catalog::CatalogCache<ChosenKey, Chosen> = crate::catalog::CatalogCache::default();
 }
 
 impl BandIndexes {
@@ -162,14 +163,6 @@ impl Drop for BandIndexes {
             unsafe { pg_sys::index_close(b.index, pg_sys::NoLock as pg_sys::LOCKMODE) };
         }
     }
-}
-
-/// The attribute number of a user column of `tupdesc` by name, if it exists and is not dropped.
-pub fn attnum_of(tupdesc: pg_sys::TupleDesc, name: &str) -> Option<i16> {
-    let cname = std::ffi::CString::new(crate::text::utf8_to_server(name).into_owned()).ok()?;
-    // SPI_fnumber only reads the descriptor: no SPI connection needed.
-    let n = unsafe { pg_sys::SPI_fnumber(tupdesc, cname.as_ptr()) };
-    (n > 0).then_some(n as i16)
 }
 
 /// The attribute number of the attachment's fingerprint column, or SQLSTATE 42703 naming it.
@@ -467,26 +460,41 @@ pub unsafe fn search(
     counts
 }
 
-/// One table's lookup: opens the band indexes of `att` on `rel` (taking `lockmode` on each),
-/// plans the probes of `query` within `k` for them, and runs [`search`].
+/// One table's lookup: the table, the attachment whose band indexes serve it, and the query.
+pub struct TableSearch<'a> {
+    pub rel: pg_sys::Relation,
+    pub att: &'a Attachment,
+    /// The fingerprint column of `rel`.
+    pub fp_attnum: i16,
+    pub query: u64,
+    pub k: i32,
+    pub snapshot: pg_sys::Snapshot,
+    /// A row not to return (the row being checked).
+    pub exclude: Option<pg_sys::ItemPointerData>,
+    /// The lock taken on each band index.
+    pub lockmode: pg_sys::LOCKMODE,
+}
+
+/// Opens the band indexes of `s.att` on `s.rel`, plans the probes of `s.query` within `s.k` for
+/// them, and runs [`search`].
 ///
 /// # Safety
 /// As [`search`].
-#[allow(clippy::too_many_arguments)] // a lookup's whole state, passed once per searched table
 pub unsafe fn search_table(
-    rel: pg_sys::Relation,
-    att: &Attachment,
-    fp_attnum: i16,
-    query: u64,
-    k: i32,
-    snapshot: pg_sys::Snapshot,
-    exclude: Option<pg_sys::ItemPointerData>,
-    lockmode: pg_sys::LOCKMODE,
+    s: &TableSearch,
     on_match: &mut dyn FnMut(u32, *mut pg_sys::TupleTableSlot),
 ) -> Counts {
-    let indexes = BandIndexes::open(rel, att, fp_attnum, lockmode);
-    let plan = plan_for(rel, &indexes, query, k, att.nbands, snapshot);
-    search(rel, fp_attnum, &indexes, &plan, snapshot, exclude, on_match)
+    let indexes = BandIndexes::open(s.rel, s.att, s.fp_attnum, s.lockmode);
+    let plan = plan_for(s.rel, &indexes, s.query, s.k, s.att.nbands, s.snapshot);
+    search(
+        s.rel,
+        s.fp_attnum,
+        &indexes,
+        &plan,
+        s.snapshot,
+        s.exclude,
+        on_match,
+    )
 }
 
 /// The fingerprint stored in the index entry the scan is on.
@@ -516,116 +524,6 @@ unsafe fn slot_fp(slot: *mut pg_sys::TupleTableSlot, fp_attnum: i16) -> Option<u
     value.map(|d| d.value() as i64 as u64)
 }
 
-/// The attachment of `heap` read from its triggers (relcache, no catalog query): the one on
-/// `text_column`, or the only one. Raises 42704 / 42725 as `simhash_find_attachment()` does.
-///
-/// # Safety
-/// `heap` must be an open relation; `ext_namespace` the extension's schema.
-pub unsafe fn attachment_of(
-    heap: pg_sys::Relation,
-    text_column: Option<&str>,
-    ext_namespace: pg_sys::Oid,
-) -> Attachment {
-    let table = qualified_name(heap);
-    let mut found = Vec::new();
-    let trigdesc = (*heap).trigdesc;
-    if !trigdesc.is_null() {
-        let triggers = std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize);
-        for trigger in triggers {
-            if !is_simhash_trigger(trigger.tgfoid, ext_namespace) {
-                continue;
-            }
-            let args: Vec<String> = (0..trigger.tgnargs as usize)
-                .map(|i| crate::text::server_to_utf8_lossy(CStr::from_ptr(*trigger.tgargs.add(i)).to_bytes()))
-                .collect();
-            if let Some(att) = Attachment::from_args(&args) {
-                if text_column.is_none_or(|c| c == att.text_column) {
-                    found.push(att);
-                }
-            }
-        }
-    }
-    match found.len() {
-        1 => found.pop().expect("one attachment"),
-        0 => raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-            message: match text_column {
-                Some(c) => format!("column \"{c}\" of \"{table}\" is not attached"),
-                None => format!("table \"{table}\" is not attached"),
-            },
-            detail: None,
-            hint: Some("Attach it first with simhash_attach().".into()),
-        }),
-        n => raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_AMBIGUOUS_FUNCTION,
-            message: format!("table \"{table}\" has {n} attached columns: name one with text_column"),
-            detail: None,
-            hint: None,
-        }),
-    }
-}
-
-/// Whether `func` is this extension's `simhash_trigger()` (syscache lookups, no query).
-unsafe fn is_simhash_trigger(func: pg_sys::Oid, ext_namespace: pg_sys::Oid) -> bool {
-    is_extension_function(func, b"simhash_trigger", ext_namespace)
-}
-
-/// Whether `func` is the function `name` of the schema `ext_namespace` (syscache lookups, no query).
-///
-/// # Safety
-/// In a transaction (catalog lookups).
-pub unsafe fn is_extension_function(func: pg_sys::Oid, name: &[u8], ext_namespace: pg_sys::Oid) -> bool {
-    let found = pg_sys::get_func_name(func);
-    !found.is_null()
-        && CStr::from_ptr(found).to_bytes() == name
-        && pg_sys::get_func_namespace(func) == ext_namespace
-}
-
-/// The name of a relation, as UTF-8.
-///
-/// # Safety
-/// `rel` must be an open relation.
-pub unsafe fn relation_name(rel: pg_sys::Relation) -> String {
-    crate::text::server_to_utf8_lossy(CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()).to_bytes())
-}
-
-/// `schema.table`, each part quoted where needed, as the attachment errors name tables.
-///
-/// # Safety
-/// `rel` must be an open relation.
-pub unsafe fn qualified_name(rel: pg_sys::Relation) -> String {
-    let namespace = pg_sys::get_namespace_name((*(*rel).rd_rel).relnamespace);
-    let schema = crate::text::server_to_utf8_lossy(CStr::from_ptr(namespace).to_bytes());
-    format!(
-        "{}.{}",
-        pgrx::spi::quote_identifier(&schema),
-        pgrx::spi::quote_identifier(relation_name(rel))
-    )
-}
-
-/// `schema.table` of a relation by OID, as of now (syscache; empty when it is gone).
-pub fn qualified_name_of(relid: pg_sys::Oid) -> String {
-    unsafe {
-        let name = pg_sys::get_rel_name(relid);
-        let namespace = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
-        if name.is_null() || namespace.is_null() {
-            return String::new();
-        }
-        format!(
-            "{}.{}",
-            pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(
-                CStr::from_ptr(namespace).to_bytes()
-            )),
-            pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(CStr::from_ptr(name).to_bytes()))
-        )
-    }
-}
-
-/// The schema of the function being called (the extension's).
-pub unsafe fn own_namespace(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
-    pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid)
-}
-
 fn arg_null(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> bool {
     unsafe { (*(*fcinfo).args.as_ptr().add(i)).isnull }
 }
@@ -634,10 +532,8 @@ fn arg(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> pg_sys::Datum {
     unsafe { (*(*fcinfo).args.as_ptr().add(i)).value }
 }
 
-/// `simhash_near_duplicates(rel anyelement, fingerprint bigint | doc text, max_distance int,
-/// text_column name)`: the rows of the table within max_distance, nearest first.
-unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg_sys::Datum {
-    crate::errors::arm_allocator();
+/// The table whose row type the first argument of `simhash_near_duplicates()` has, or 42809.
+unsafe fn row_table(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
     let row_type = pg_sys::get_fn_expr_argtype((*fcinfo).flinfo, 0);
     let relid = if row_type == pg_sys::InvalidOid {
         pg_sys::InvalidOid
@@ -654,13 +550,11 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
             hint: None,
         });
     }
-    let text_column = (!arg_null(fcinfo, 3)).then(|| {
-        let name = arg(fcinfo, 3).cast_mut_ptr::<std::ffi::c_char>();
-        crate::text::server_to_utf8_lossy(CStr::from_ptr(name).to_bytes())
-    });
-    crate::compat::init_materialized_srf(fcinfo);
-    let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
+    relid
+}
 
+/// Opens table `relid` for a lookup, or raises 42809 for a relation that is no table.
+unsafe fn open_table(relid: pg_sys::Oid) -> pg_sys::Relation {
     let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     let kind = (*(*heap).rd_rel).relkind as u8;
     if kind != pg_sys::RELKIND_RELATION && kind != pg_sys::RELKIND_PARTITIONED_TABLE {
@@ -672,13 +566,17 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
             hint: None,
         });
     }
-    let att = attachment_of(heap, text_column.as_deref(), own_namespace(fcinfo));
-    let k = if arg_null(fcinfo, 2) {
-        att.max_distance
-    } else {
-        arg(fcinfo, 2).value() as i32
-    };
-    let query = if arg_null(fcinfo, 1) {
+    heap
+}
+
+/// The fingerprint to look up: the second argument, or the fingerprint of that text with the
+/// attachment's options; None for NULL.
+unsafe fn query_fingerprint(
+    fcinfo: pg_sys::FunctionCallInfo,
+    att: &Attachment,
+    by_text: bool,
+) -> Option<u64> {
+    if arg_null(fcinfo, 1) {
         None
     } else if by_text {
         let doc = crate::text::Text::from_raw_datum(arg(fcinfo, 1));
@@ -691,18 +589,66 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         .or_raise()
     } else {
         Some(arg(fcinfo, 1).value() as i64 as u64)
-    };
-    let Some(query) = query else {
-        // Checks k (22023) even when there is no fingerprint to look up; plan_for checks it otherwise.
-        ProbePlan::new(0, k, att.nbands).or_raise();
-        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
-        return pg_sys::Datum::from(0);
-    };
-    if let Some(dist) = crate::citus::distribution(relid) {
-        distributed_near_duplicates(fcinfo, rsinfo, heap, &att, &dist, query, k);
-        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
-        return pg_sys::Datum::from(0);
     }
+}
+
+/// Adds a row (`item`, `distance`) to the result of a set-returning call.
+unsafe fn put_row(rsinfo: *mut pg_sys::ReturnSetInfo, mut values: [pg_sys::Datum; 2], mut nulls: [bool; 2]) {
+    // The tuplestore copies the row into its own memory.
+    pg_sys::tuplestore_putvalues(
+        (*rsinfo).setResult,
+        (*rsinfo).setDesc,
+        values.as_mut_ptr(),
+        nulls.as_mut_ptr(),
+    );
+}
+
+/// `simhash_near_duplicates(rel anyelement, fingerprint bigint | doc text, max_distance int,
+/// text_column name)`: the rows of the table within max_distance, nearest first.
+unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg_sys::Datum {
+    crate::errors::arm_allocator();
+    let relid = row_table(fcinfo);
+    let text_column = (!arg_null(fcinfo, 3)).then(|| {
+        let name = arg(fcinfo, 3).cast_mut_ptr::<std::ffi::c_char>();
+        crate::text::server_to_utf8_lossy(CStr::from_ptr(name).to_bytes())
+    });
+    crate::compat::init_materialized_srf(fcinfo);
+    let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
+    let heap = open_table(relid);
+    let att = crate::attachment::find(heap, text_column.as_deref(), own_namespace(fcinfo));
+    let k = if arg_null(fcinfo, 2) {
+        att.max_distance
+    } else {
+        arg(fcinfo, 2).value() as i32
+    };
+    match query_fingerprint(fcinfo, &att, by_text) {
+        // Checks k (22023) even when there is no fingerprint to look up; plan_for checks it otherwise.
+        None => drop(ProbePlan::new(0, k, att.nbands).or_raise()),
+        Some(query) => match crate::citus::distribution(relid) {
+            Some(dist) => distributed_near_duplicates(fcinfo, rsinfo, heap, &att, &dist, query, k),
+            None => {
+                for (distance, item) in local_near_duplicates(heap, &att, query, k) {
+                    put_row(
+                        rsinfo,
+                        [item, pg_sys::Datum::from(distance as i32)],
+                        [false, false],
+                    );
+                }
+            }
+        },
+    }
+    pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+    pg_sys::Datum::from(0)
+}
+
+/// The rows of `heap` (of each of its partitions) within `k` of `query`, as rows of `heap`'s type
+/// with their distances: nearest first, then partition by partition in physical order.
+unsafe fn local_near_duplicates(
+    heap: pg_sys::Relation,
+    att: &Attachment,
+    query: u64,
+    k: i32,
+) -> Vec<(u32, pg_sys::Datum)> {
     let snapshot = pg_sys::GetActiveSnapshot();
     let mut found: Vec<(u32, usize, pg_sys::ItemPointerData, pg_sys::Datum)> = Vec::new();
     let tupdesc = (*heap).rd_att;
@@ -714,7 +660,6 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
     for (order, &table) in tables.iter().enumerate() {
         let open = crate::partitions::OpenTable::open(heap, table);
         let rel = open.rel;
-        let fp_attnum = fingerprint_attnum(rel, &att);
         // A partition's rows, in the row type of the table asked about (its columns may be in
         // another order); NULL when they already are.
         let map = if rel == heap {
@@ -722,33 +667,33 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
         } else {
             pg_sys::convert_tuples_by_name((*rel).rd_att, tupdesc)
         };
-        search_table(
+        let search = TableSearch {
             rel,
-            &att,
-            fp_attnum,
+            att,
+            fp_attnum: fingerprint_attnum(rel, att),
             query,
             k,
             snapshot,
-            None,
-            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-            &mut |distance, slot| {
-                let mut should_free = false;
-                let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
-                let row = if map.is_null() {
-                    tuple
-                } else {
-                    pg_sys::execute_attr_map_tuple(tuple, map)
-                };
-                let item = pg_sys::heap_copy_tuple_as_datum(row, tupdesc);
-                if !map.is_null() {
-                    pg_sys::heap_freetuple(row);
-                }
-                if should_free {
-                    pg_sys::heap_freetuple(tuple);
-                }
-                found.push((distance, order, (*slot).tts_tid, item));
-            },
-        );
+            exclude: None,
+            lockmode: pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+        };
+        search_table(&search, &mut |distance, slot| {
+            let mut should_free = false;
+            let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+            let row = if map.is_null() {
+                tuple
+            } else {
+                pg_sys::execute_attr_map_tuple(tuple, map)
+            };
+            let item = pg_sys::heap_copy_tuple_as_datum(row, tupdesc);
+            if !map.is_null() {
+                pg_sys::heap_freetuple(row);
+            }
+            if should_free {
+                pg_sys::heap_freetuple(tuple);
+            }
+            found.push((distance, order, (*slot).tts_tid, item));
+        });
         if !map.is_null() {
             pg_sys::free_conversion_map(map);
         }
@@ -761,18 +706,7 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
             tid.ip_posid,
         )
     });
-    for (distance, _, _, item) in found {
-        let mut values = [item, pg_sys::Datum::from(distance as i32)];
-        let mut nulls = [false, false];
-        pg_sys::tuplestore_putvalues(
-            (*rsinfo).setResult,
-            (*rsinfo).setDesc,
-            values.as_mut_ptr(),
-            nulls.as_mut_ptr(),
-        );
-    }
-    pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
-    pg_sys::Datum::from(0)
+    found.into_iter().map(|(d, _, _, item)| (d, item)).collect()
 }
 
 /// The near-duplicates of `query` in a Citus table, whose rows are on the shards: the query of
@@ -799,78 +733,52 @@ unsafe fn distributed_near_duplicates(
         });
     }
     ProbePlan::new(query, k, att.nbands).or_raise();
-    let schema = pgrx::spi::quote_identifier(crate::text::server_to_utf8_lossy(
-        CStr::from_ptr(pg_sys::get_namespace_name(own_namespace(fcinfo))).to_bytes(),
-    ));
+    let schema = crate::catalog::extension_schema(fcinfo);
     let relid = (*heap).rd_id;
-    pg_sys::SPI_connect();
-    let key = crate::trigger::query_utf8(
-        &format!(
-            "SELECT pg_catalog.convert_to(string_agg(quote_ident(attname), ', ' ORDER BY ord), 'UTF8') \
-             FROM {schema}.simhash_primary_key($1)"
-        ),
-        relid,
-    );
-    let lookup = crate::trigger::query_utf8(
-        &format!(
-            "SELECT pg_catalog.convert_to({schema}.simhash_near_duplicates_sql($1, {}, {k}, {}), 'UTF8')",
-            query as i64,
-            pgrx::spi::quote_literal(&att.text_column)
-        ),
-        relid,
-    )
-    .unwrap_or_default();
-    pg_sys::SPI_finish();
-    let order: String = key
-        .map(|cols| cols.split(", ").map(|c| format!(", (x.item).{c}")).collect())
-        .unwrap_or_default();
+    let (key, lookup) = crate::spi::connected(|| {
+        let key = RowKey::of(relid, &schema, false);
+        let lookup = crate::spi::one_utf8(
+            &format!(
+                "SELECT pg_catalog.convert_to({schema}.simhash_near_duplicates_sql($1, {}, {k}, {}), 'UTF8')",
+                query as i64,
+                pgrx::spi::quote_literal(&att.text_column)
+            ),
+            &[crate::spi::Arg::Oid(relid)],
+        );
+        (key, lookup.unwrap_or_default())
+    });
+    // Ties in key order (a table without a key has no order among its shards).
+    let order: String = match key {
+        RowKey::Columns(columns) => columns.iter().map(|c| format!(", (x.item).{c}")).collect(),
+        RowKey::Ctid { .. } => String::new(),
+    };
     let sql = format!("SELECT x.item, x.distance FROM ({lookup}) x ORDER BY x.distance{order}");
-    crate::citus::for_each_row(&sql, &mut |row, desc| {
+    crate::spi::for_each_row(&sql, &[], "the distributed lookup", &mut |row, desc| {
         let mut values = [pg_sys::Datum::from(0); 2];
         let mut nulls = [false; 2];
         for (i, (value, null)) in values.iter_mut().zip(nulls.iter_mut()).enumerate() {
             *value = pg_sys::SPI_getbinval(row, desc, i as i32 + 1, null);
         }
-        // The tuplestore copies the row into its own memory.
-        pg_sys::tuplestore_putvalues(
-            (*rsinfo).setResult,
-            (*rsinfo).setDesc,
-            values.as_mut_ptr(),
-            nulls.as_mut_ptr(),
-        );
+        put_row(rsinfo, values, nulls);
     });
 }
 
-#[no_mangle]
-#[doc(hidden)]
-pub extern "C" fn pg_finfo_simhash_near_duplicates_fingerprint() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
+crate::errors::c_function!(
+    /// `simhash_near_duplicates(anyelement, bigint, int, name)`.
+    pg_finfo_simhash_near_duplicates_fingerprint, simhash_near_duplicates_fingerprint => near_duplicates_by_fingerprint
+);
+
+crate::errors::c_function!(
+    /// `simhash_near_duplicates(anyelement, text, int, name)`.
+    pg_finfo_simhash_near_duplicates_text, simhash_near_duplicates_text => near_duplicates_by_text
+);
+
+unsafe fn near_duplicates_by_fingerprint(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    near_duplicates(fcinfo, false)
 }
 
-#[no_mangle]
-#[doc(hidden)]
-pub extern "C" fn pg_finfo_simhash_near_duplicates_text() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
-
-/// # Safety
-/// Called by PostgreSQL as `simhash_near_duplicates(anyelement, bigint, int, name)`.
-#[no_mangle]
-pub unsafe extern "C-unwind" fn simhash_near_duplicates_fingerprint(
-    fcinfo: pg_sys::FunctionCallInfo,
-) -> pg_sys::Datum {
-    crate::errors::guard(|| near_duplicates(fcinfo, false))
-}
-
-/// # Safety
-/// Called by PostgreSQL as `simhash_near_duplicates(anyelement, text, int, name)`.
-#[no_mangle]
-pub unsafe extern "C-unwind" fn simhash_near_duplicates_text(
-    fcinfo: pg_sys::FunctionCallInfo,
-) -> pg_sys::Datum {
-    crate::errors::guard(|| near_duplicates(fcinfo, true))
+unsafe fn near_duplicates_by_text(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    near_duplicates(fcinfo, true)
 }
 
 /// The probe plan of a lookup, as rows: which values of which band `simhash_near_duplicates` looks
@@ -898,24 +806,8 @@ fn simhash_probes(
     )
 }
 
-extension_sql!(
-    r#"
-CREATE FUNCTION simhash_near_duplicates(rel anyelement, fingerprint bigint, max_distance int DEFAULT NULL,
-                                        text_column name DEFAULT NULL)
-RETURNS TABLE (item anyelement, distance int)
-LANGUAGE c STABLE ROWS 10
-AS 'MODULE_PATHNAME', 'simhash_near_duplicates_fingerprint';
-COMMENT ON FUNCTION simhash_near_duplicates(anyelement, bigint, int, name) IS
-  'Rows of an attached table within max_distance of a fingerprint, nearest first';
-
-CREATE FUNCTION simhash_near_duplicates(rel anyelement, doc text, max_distance int DEFAULT NULL,
-                                        text_column name DEFAULT NULL)
-RETURNS TABLE (item anyelement, distance int)
-LANGUAGE c STABLE ROWS 10 COST 100
-AS 'MODULE_PATHNAME', 'simhash_near_duplicates_text';
-COMMENT ON FUNCTION simhash_near_duplicates(anyelement, text, int, name) IS
-  'Rows of an attached table within max_distance of a text (fingerprinted with the table''s options), nearest first';
-"#,
+extension_sql_file!(
+    "../sql/src/near_duplicates.sql",
     name = "simhash_near_duplicates",
     requires = ["simhash_tables"]
 );
@@ -925,7 +817,7 @@ COMMENT ON FUNCTION simhash_near_duplicates(anyelement, text, int, name) IS
 /// returns.
 #[pg_extern(stable, parallel_safe)]
 fn simhash_lookup_cost(
-    table_name: crate::dedup::RegClass,
+    table_name: crate::catalog::RegClass,
     fingerprint: i64,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
@@ -941,7 +833,8 @@ fn simhash_lookup_cost(
 > {
     unsafe {
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let att = crate::errors::in_extern(|| attachment_of(heap, text_column, own_namespace(fcinfo)));
+        let att =
+            crate::errors::in_extern(|| crate::attachment::find(heap, text_column, own_namespace(fcinfo)));
         if crate::citus::distribution(table_name.0).is_some() {
             ereport!(
                 ERROR,
@@ -966,17 +859,17 @@ fn simhash_lookup_cost(
         for table in tables {
             let open = crate::partitions::OpenTable::open(heap, table);
             let fp_attnum = fingerprint_attnum(open.rel, &att);
-            let c = search_table(
-                open.rel,
-                &att,
+            let search = TableSearch {
+                rel: open.rel,
+                att: &att,
                 fp_attnum,
-                fingerprint as u64,
+                query: fingerprint as u64,
                 k,
                 snapshot,
-                None,
-                pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-                &mut |_, _| matches += 1,
-            );
+                exclude: None,
+                lockmode: pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+            };
+            let c = search_table(&search, &mut |_, _| matches += 1);
             counts.probes += c.probes;
             counts.candidates += c.candidates;
             counts.heap_fetches += c.heap_fetches;

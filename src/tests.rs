@@ -310,13 +310,13 @@ mod tests {
         );
         assert_eq!(args, Ok(Some(vec!["body".into(), "4".into(), "新闻".into()])));
         let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let att = crate::trigger::Attachment::from_args(&strings(&[
+        let att = crate::attachment::Attachment::from_args(&strings(&[
             "body", "4", "3", "flag", "word", "2", "binary", "false",
         ]))
         .expect("valid arguments");
         assert_eq!(
             (att.nbands, att.max_distance, att.mode),
-            (4, 3, crate::trigger::Mode::Flag)
+            (4, 3, crate::attachment::Mode::Flag)
         );
         assert!(!att.options.stopwords);
         assert_eq!(att.fingerprint_column(), "body_simhash");
@@ -325,17 +325,17 @@ mod tests {
             simhash_core::options::Fold::None,
             "8 arguments: fold 'auto'"
         );
-        let folded = crate::trigger::Attachment::from_args(&strings(&[
+        let folded = crate::attachment::Attachment::from_args(&strings(&[
             "body", "4", "7", "error", "bigram", "1", "logtf", "true", "auto",
         ]))
         .expect("valid arguments of 0.3.0");
         assert_eq!(folded.options.fold, simhash_core::options::Fold::Simplified);
-        assert!(crate::trigger::Attachment::from_args(&strings(&[
+        assert!(crate::attachment::Attachment::from_args(&strings(&[
             "body", "4", "7", "error", "bigram", "1", "logtf", "true", "sideways",
         ]))
         .is_none());
-        assert!(crate::trigger::Attachment::from_args(&strings(&["body", "2", "3", "flag"])).is_none());
-        assert!(crate::trigger::Attachment::from_args(&strings(&[
+        assert!(crate::attachment::Attachment::from_args(&strings(&["body", "2", "3", "flag"])).is_none());
+        assert!(crate::attachment::Attachment::from_args(&strings(&[
             "body", "4", "3", "reject", "jieba", "1", "tf", "true"
         ]))
         .is_none());
@@ -357,5 +357,113 @@ mod tests {
         assert!(simhash_core::probe::lock_keys(u64::MAX, 63)
             .iter()
             .all(|&k| k < 64 << 8));
+    }
+
+    #[pg_test]
+    fn attachment_contract() {
+        use crate::attachment::{split_quoted, Attachment, Mode, RowKey};
+        for mode in [Mode::None, Mode::Error, Mode::Skip, Mode::Flag] {
+            assert_eq!(Mode::parse(mode.name()), Some(mode));
+        }
+        assert_eq!(Mode::parse("reject"), None);
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Stored distances up to 63 (0.1.0 and 0.2.0 attached them) decode; 64 does not.
+        let stored = |k: &str| {
+            Attachment::from_args(&strings(&[
+                "body", "64", k, "none", "bigram", "1", "logtf", "true",
+            ]))
+        };
+        assert_eq!(stored("63").map(|a| a.max_distance), Some(63));
+        assert!(stored("64").is_none());
+        let att = Attachment::from_args(&strings(&[
+            "body", "4", "7", "error", "bigram", "1", "logtf", "true", "auto", "", "registry",
+        ]))
+        .expect("a registry attachment");
+        assert!(att.registry && att.scope_column.is_none());
+        assert_eq!(
+            (
+                att.band_column(3),
+                att.flag_column(),
+                att.registered_column(),
+                att.checked_view("t")
+            ),
+            (
+                "body_band3".into(),
+                "body_duplicate_of".into(),
+                "body_registered".into(),
+                "t_body_checked".into()
+            )
+        );
+        assert_eq!(split_quoted("a, \"b, c\", d"), ["a", "\"b, c\"", "d"]);
+        let key = RowKey::Columns(vec!["site".into(), "id".into()]);
+        assert_eq!(key.names(), "site, id");
+        assert_eq!(key.message_sql("t"), "concat_ws(', ', t.site::text, t.id::text)");
+        assert_eq!(key.value_sql("t"), "ROW(t.site, t.id)::text");
+        let ctid = RowKey::Ctid { partitioned: true };
+        assert_eq!(ctid.names(), "tableoid, ctid");
+        assert_eq!(ctid.value_sql("t"), "ROW(t.tableoid::regclass, t.ctid)::text");
+    }
+
+    #[pg_test(error = "invalid value for option \"max_distance\": 17; allowed: an integer from 0 to 16")]
+    fn registry_buckets_take_the_attachment_limit() {
+        Spi::run("SELECT * FROM simhash_registry_buckets(0, 17)").unwrap();
+    }
+
+    #[pg_test]
+    fn errors_carry_no_rust_backtrace() {
+        // pgrx would append a captured backtrace to the DETAIL of errors it re-raises.
+        Spi::run("SELECT simhash_probes(0, 3)").unwrap();
+        assert_eq!(std::env::var("RUST_LIB_BACKTRACE").as_deref(), Ok("0"));
+        assert_ne!(
+            std::backtrace::Backtrace::capture().status(),
+            std::backtrace::BacktraceStatus::Captured
+        );
+    }
+
+    #[pg_test]
+    fn sql_and_rust_decode_the_same_attachment() {
+        // Two readers of the trigger's arguments until the PL/pgSQL moves to Rust:
+        // simhash_trigger_attachment() (sql/src/attachment.sql) and Attachment::from_trigger.
+        Spi::run("CREATE TABLE att_pair (id int PRIMARY KEY, body text, site int)").unwrap();
+        Spi::run(
+            "SELECT simhash_attach('att_pair', 'body', max_distance => 5, on_duplicate => 'flag', \
+             tokenizer => 'word', shingle => 2, weighting => 'tf', stopwords => false, fold => 'none', scope => 'site')",
+        )
+        .unwrap();
+        let row = "SELECT concat_ws('|', a.fingerprint_column, array_to_string(a.band_columns, ','), a.max_distance, \
+                   a.on_duplicate, a.flag_column, a.scope_column, a.registry::text) \
+                   FROM simhash_attachments() a WHERE a.table_name = 'att_pair'::regclass";
+        let sql = Spi::get_one::<String>(row).unwrap().expect("one attachment");
+        let namespace = Spi::get_one::<pg_sys::Oid>(
+            "SELECT extnamespace FROM pg_extension WHERE extname = 'simhash_ext'",
+        )
+        .unwrap()
+        .expect("the extension's schema");
+        let relid = Spi::get_one::<pg_sys::Oid>("SELECT 'att_pair'::regclass::oid")
+            .unwrap()
+            .expect("the table");
+        let att = unsafe {
+            let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            let att = crate::attachment::find(heap, Some("body"), namespace);
+            pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+            att
+        };
+        let bands: Vec<String> = (0..att.nbands).map(|b| att.band_column(b)).collect();
+        let rust = [
+            att.fingerprint_column(),
+            bands.join(","),
+            att.max_distance.to_string(),
+            att.mode.name().to_string(),
+            att.flag_column(),
+            att.scope_column.clone().unwrap_or_default(),
+            att.registry.to_string(),
+        ]
+        .join("|");
+        assert_eq!(sql, rust);
+        assert_eq!(
+            att.derived_columns().len(),
+            6,
+            "fingerprint, four bands and the flag column"
+        );
     }
 }

@@ -1,0 +1,162 @@
+-- What keeps an attachment working through ALTER TABLE ... ATTACH PARTITION and RENAME COLUMN
+-- (src/partitions.rs).
+CREATE FUNCTION simhash_prepare_partition(parent regclass, partition regclass)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment;
+  kind "char";
+  fp_type regtype;
+  added text[];
+  b name;
+BEGIN
+  SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = partition;
+  FOR att IN SELECT s.* FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
+             WHERE t.tgrelid = parent AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure LOOP
+    IF kind NOT IN ('r', 'p') THEN
+      RAISE EXCEPTION 'simhash_ext: cannot attach "%" as a partition of "%", whose column "%" is attached',
+        partition, parent, att.text_column
+        USING ERRCODE = '42809', HINT = 'Band indexes cannot be built on a foreign table.';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = partition AND a.attname = att.text_column
+                                                AND a.attnum > 0 AND NOT a.attisdropped) THEN
+      CONTINUE;  -- PostgreSQL refuses the partition for its missing column.
+    END IF;
+    IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = partition AND t.tgname = att.trigger_name) THEN
+      RAISE EXCEPTION 'cannot attach "%" as a partition of "%": it has a trigger "%" of its own',
+        partition, parent, att.trigger_name
+        USING ERRCODE = '42710',
+              HINT = format('If column %I of %s is attached on its own, detach it first with simhash_detach(%L).',
+                            att.text_column, partition, partition::text);
+    END IF;
+    SELECT a.atttypid::regtype INTO fp_type FROM pg_attribute a
+    WHERE a.attrelid = partition AND a.attname = att.fingerprint_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF fp_type IS NOT NULL AND fp_type <> 'bigint'::regtype THEN
+      RAISE EXCEPTION 'cannot attach "%" as a partition of "%": its column "%" has type %, not bigint',
+        partition, parent, att.fingerprint_column, fp_type
+        USING ERRCODE = '42804', HINT = format('Rename or drop column %I of %s first.', att.fingerprint_column, partition);
+    END IF;
+    -- The columns the partition lacks, as the partitioned table has them (the same generation
+    -- expressions, or PostgreSQL refuses the partition).
+    added := '{}';
+    IF fp_type IS NULL THEN
+      added := added || format('ADD COLUMN %I bigint', att.fingerprint_column);
+    END IF;
+    FOREACH b IN ARRAY att.band_columns || att.flag_column LOOP
+      CONTINUE WHEN b IS NULL OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = partition AND a.attname = b
+                                                                      AND a.attnum > 0 AND NOT a.attisdropped);
+      SELECT added || format('ADD COLUMN %I %s%s', b, format_type(a.atttypid, a.atttypmod),
+                             CASE WHEN a.attgenerated = 's'
+                                  THEN format(' GENERATED ALWAYS AS (%s) STORED', pg_get_expr(d.adbin, d.adrelid)) ELSE '' END)
+      INTO added
+      FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE a.attrelid = parent AND a.attname = b AND a.attnum > 0 AND NOT a.attisdropped;
+    END LOOP;
+    IF cardinality(added) > 0 THEN
+      EXECUTE format('ALTER TABLE %s %s', partition, array_to_string(added, ', '));
+    END IF;
+    -- Its rows get the fingerprints the trigger would have given them (rows written while it was
+    -- not a partition included).
+    PERFORM @extschema@.simhash_fill(partition, att.text_column, att.fingerprint_column, att.tokenizer, att.shingle,
+                                     att.weighting, att.stopwords, att.fold);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_prepare_partition(regclass, regclass) IS
+  'Internal: gives a table about to become a partition of an attached table the columns and fingerprints it needs';
+
+CREATE FUNCTION simhash_rename_column(table_name regclass, old_name name, new_name name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment;
+  trig record;
+  enabled "char";
+  renamed name[];
+  wanted name[];
+  taken name;
+  i int;
+BEGIN
+  FOR trig IN SELECT s AS att, t.tgparentid <> 0 AS clone
+              FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
+              WHERE t.tgrelid = simhash_rename_column.table_name
+                AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure LOOP
+    att := trig.att;
+    renamed := att.fingerprint_column || att.band_columns || att.flag_column;
+    IF old_name = ANY (renamed) THEN
+      RAISE EXCEPTION 'cannot rename column "%" of "%": simhash_attach() added it for column "%"',
+        old_name, table_name, att.text_column
+        USING ERRCODE = '55000',
+              HINT = format('Rename column %I instead: its fingerprint, band and flag columns follow it.', att.text_column);
+    END IF;
+    -- A partition's columns are inherited: PostgreSQL refuses to rename them there.
+    CONTINUE WHEN old_name <> att.text_column OR trig.clone OR new_name = old_name;
+    IF (SELECT d.method FROM @extschema@.simhash_distribution(table_name) d) IS NOT NULL THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" of distributed table "%"', old_name, table_name
+        USING ERRCODE = '0A000',
+              HINT = 'Detach it with simhash_detach(), rename it, and attach it again.';
+    END IF;
+    IF octet_length(new_name) > 63 - length('_duplicate_of') THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" to "%": the name is too long to derive column names from',
+        old_name, new_name USING ERRCODE = '42622';
+    END IF;
+    wanted := ARRAY(SELECT (new_name || substr(r, length(old_name) + 1))::name FROM unnest(renamed) WITH ORDINALITY u(r, n)
+                    WHERE r IS NOT NULL ORDER BY n);
+    SELECT a.attname INTO taken FROM pg_attribute a
+    WHERE a.attrelid = table_name AND a.attname = ANY (wanted) AND a.attnum > 0 AND NOT a.attisdropped
+    ORDER BY a.attnum LIMIT 1;
+    IF taken IS NOT NULL THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" to "%": column "%" of relation "%" already exists',
+        old_name, new_name, taken, table_name
+        USING ERRCODE = '42701',
+              HINT = format('The columns %s follow column %I; rename or drop column %I first, or pick another name.',
+                            array_to_string(renamed, ', '), old_name, taken);
+    END IF;
+    IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = 'simhash_' || new_name) THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" to "%": trigger "%" for relation "%" already exists',
+        old_name, new_name, 'simhash_' || new_name, table_name
+        USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
+    END IF;
+    FOR i IN 1 .. cardinality(wanted) LOOP
+      EXECUTE format('ALTER TABLE %s RENAME COLUMN %I TO %I', table_name, renamed[i], wanted[i]);
+    END LOOP;
+    -- The trigger's arguments name the text column: it is made again with the new name.
+    SELECT t.tgenabled INTO enabled FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name;
+    EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, table_name);
+    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
+                   'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L%s)',
+                   'simhash_' || new_name, table_name, new_name, cardinality(att.band_columns), att.max_distance,
+                   att.on_duplicate, att.tokenizer, att.shingle, att.weighting,
+                   CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold,
+                   CASE WHEN att.scope_column IS NOT NULL THEN format(', %L', att.scope_column) ELSE '' END);
+    IF enabled = 'D' THEN
+      EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name);
+    END IF;
+    SELECT t.tgenabled INTO enabled FROM pg_trigger t
+    WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name || '$chk';
+    IF FOUND THEN
+      EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name || '$chk', table_name);
+      EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW '
+                     'EXECUTE FUNCTION @extschema@.simhash_check_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                     'simhash_' || new_name || '$chk', table_name, new_name, cardinality(att.band_columns),
+                     att.max_distance, att.on_duplicate, att.tokenizer, att.shingle, att.weighting,
+                     CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold);
+      IF enabled = 'D' THEN
+        EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name || '$chk');
+      END IF;
+    END IF;
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_rename_column(regclass, name, name) IS
+  'Internal: before an attached text column is renamed, renames the columns derived from it and remakes its trigger';
+
+CREATE FUNCTION simhash_ddl_command_start() RETURNS event_trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_ddl_command_start';
+COMMENT ON FUNCTION simhash_ddl_command_start() IS
+  'Internal: keeps attachments working through ALTER TABLE ... ATTACH PARTITION and RENAME COLUMN';
+CREATE EVENT TRIGGER simhash_ddl_command_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE')
+  EXECUTE FUNCTION @extschema@.simhash_ddl_command_start();

@@ -1,0 +1,85 @@
+-- Fingerprinting the rows already in a table when it is attached or becomes a partition (src/fill.rs).
+CREATE FUNCTION simhash_fill(table_name regclass, text_column name, fingerprint_column name, tokenizer text,
+                             shingle int, weighting text, stopwords boolean, fold text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+-- Let the fingerprinting scan below use parallel workers (max_parallel_workers_per_gather of them).
+SET parallel_setup_cost = 0
+SET parallel_tuple_cost = 0
+SET min_parallel_table_scan_size = 0
+AS $$
+DECLARE
+  leaf regclass;
+BEGIN
+  IF (SELECT d.method FROM @extschema@.simhash_distribution(table_name) d) IS NOT NULL THEN
+    -- A Citus table: one UPDATE that Citus runs on every shard (the fingerprint is computed there).
+    EXECUTE format('UPDATE %s t SET %I = @extschema@.simhash(t.%I, %L, %s, %L, %L, %L)',
+                   table_name, fingerprint_column, text_column, tokenizer, shingle, weighting, stopwords, fold);
+    RETURN;
+  END IF;
+  -- Every table that holds rows: the table itself, or the leaf partitions of a partitioned one.
+  FOR leaf IN SELECT c.oid FROM pg_class c WHERE c.oid = table_name AND c.relkind = 'r'
+              UNION ALL
+              SELECT p.relid FROM pg_partition_tree(table_name) p JOIN pg_class c ON c.oid = p.relid
+              WHERE p.isleaf AND c.relkind = 'r' AND p.relid <> table_name LOOP
+    -- A read-only scan can run in parallel where an UPDATE cannot; the table is locked (the caller
+    -- altered it), so the row ctids stay valid.
+    EXECUTE format('CREATE TEMP TABLE simhash_attach_fill AS '
+                   'SELECT ctid AS row_id, @extschema@.simhash(%I, %L, %s, %L, %L, %L) AS fp FROM ONLY %s',
+                   text_column, tokenizer, shingle, weighting, stopwords, fold, leaf);
+    EXECUTE format('UPDATE ONLY %s t SET %2$I = f.fp FROM simhash_attach_fill f '
+                   'WHERE t.ctid = f.row_id AND t.%2$I IS DISTINCT FROM f.fp', leaf, fingerprint_column);
+    DROP TABLE simhash_attach_fill;
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_fill(regclass, name, name, text, int, text, boolean, text) IS
+  'Internal: sets the fingerprint column of every row of a table (or of its partitions) that lacks the right one';
+
+CREATE FUNCTION simhash_fill_collect(table_name regclass, text_column name, tokenizer text, shingle int,
+                                     weighting text, stopwords boolean, fold text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+-- Let the fingerprinting scans below use parallel workers (max_parallel_workers_per_gather of them).
+SET parallel_setup_cost = 0
+SET parallel_tuple_cost = 0
+SET min_parallel_table_scan_size = 0
+SET jit = off
+AS $$
+DECLARE
+  leaf regclass;
+  estimate float8;
+  budget float8;
+BEGIN
+  PERFORM @extschema@.simhash_fill_reset();
+  -- Without parallel workers the rewrite is as fast: it fingerprints every row itself.
+  IF current_setting('max_parallel_workers_per_gather')::int = 0 THEN
+    RETURN;
+  END IF;
+  -- Up to 32 bytes of the backend's memory per row (16, and room to grow), within maintenance_work_mem:
+  -- the rows of the tables beyond it are fingerprinted by the rewrite.
+  budget := pg_size_bytes(current_setting('maintenance_work_mem')) / 32;
+  FOR leaf, estimate IN
+      SELECT c.oid, CASE WHEN c.reltuples >= 0 THEN c.reltuples ELSE pg_relation_size(c.oid) / 32 END
+      FROM pg_class c
+      WHERE c.relkind = 'r' AND (c.oid = table_name OR c.oid IN (SELECT p.relid FROM pg_partition_tree(table_name) p
+                                                                 WHERE p.isleaf))
+      ORDER BY 2 DESC LOOP
+    CONTINUE WHEN estimate > budget;
+    budget := budget - estimate;
+    -- simhash() in the workers, simhash_fill_stash() (parallel restricted) in the leader above them.
+    EXECUTE format('SELECT count(@extschema@.simhash_fill_stash(s.tableoid, s.ctid, s.fp)) '
+                   'FROM (SELECT tableoid, ctid, @extschema@.simhash(%I, %L, %s, %L, %L, %L) AS fp FROM ONLY %s OFFSET 0) s',
+                   text_column, tokenizer, shingle, weighting, stopwords, fold, leaf);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_fill_collect(regclass, name, text, int, text, boolean, text) IS
+  'Internal: fingerprints the rows of a table (or of its partitions) with a parallel scan, for simhash_fill_value()';
+COMMENT ON FUNCTION simhash_fill_reset() IS 'Internal: forgets the fingerprints collected by simhash_fill_stash()';
+COMMENT ON FUNCTION simhash_fill_stash(oid, tid, bigint) IS
+  'Internal: collects the fingerprint of a row for simhash_fill_value() (until the end of the transaction)';
+COMMENT ON FUNCTION simhash_fill_value(oid, tid, text, text, int, text, boolean, text) IS
+  'Internal: the fingerprint of a row, as collected by simhash_fill_stash() or else computed like simhash()';

@@ -1,0 +1,65 @@
+-- simhash_near_duplicates_sql(): a lookup's probe plan as one SQL query, for EXPLAIN.
+CREATE FUNCTION simhash_near_duplicates_sql(table_name regclass, fingerprint bigint,
+                                            max_distance int DEFAULT NULL, text_column name DEFAULT NULL,
+                                            filter text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := @extschema@.simhash_find_attachment(table_name, text_column);
+  k int := coalesce(max_distance, att.max_distance);
+  nbands int := cardinality(att.band_columns);
+  branches text[] := '{}';
+  earlier text := '';
+  rel text;
+  condition text := CASE WHEN filter IS NULL THEN '' ELSE format(' AND (%s)', filter) END;
+  p record;
+BEGIN
+  IF k < 0 OR k > 64 THEN
+    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 64', k
+      USING ERRCODE = '22023';
+  END IF;
+  IF fingerprint IS NULL THEN
+    RETURN NULL;
+  END IF;
+  IF (SELECT d.method FROM @extschema@.simhash_distribution(att.table_name) d) IS NOT NULL THEN
+    -- A Citus table: one query on the table that Citus runs on every shard as it is, where the
+    -- probes of all bands are one OR of band conditions (a BitmapOr of the band indexes). Every row
+    -- within k has a band within its radius, so the OR misses none, and each row comes once.
+    SELECT string_agg(format('t.%I = ANY (%L::int[])', att.band_columns[b.band + 1], b.probe_values), ' OR '
+                      ORDER BY b.band)
+    INTO rel FROM @extschema@.simhash_probes(fingerprint, k, nbands) b;
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s%5$s%6$s ORDER BY distance',
+                  att.fingerprint_column, fingerprint, att.table_name, k,
+                  CASE WHEN rel IS NULL THEN '' ELSE format(' AND (%s)', rel) END, condition);
+  END IF;
+  -- A partitioned table holds no rows itself: its partitions are read, and a filter on the
+  -- partition key lets PostgreSQL skip the others (partition pruning) in every branch.
+  SELECT CASE WHEN c.relkind = 'p' THEN '' ELSE 'ONLY ' END || att.table_name::text INTO rel
+  FROM pg_class c WHERE c.oid = att.table_name;
+  -- The probe plan of simhash_near_duplicates(): band i at the values within radius t_i of the
+  -- query's, checked on the fingerprint the index entries hold (index-only scans); a fingerprint is
+  -- taken from the first band within its radius only. The rows are then fetched by band and value.
+  FOR p IN SELECT * FROM @extschema@.simhash_probes(fingerprint, k, nbands) ORDER BY band LOOP
+    branches := branches || format('SELECT t.%1$I AS fp FROM %2$s t WHERE t.%3$I = ANY (%4$L::int[]) '
+                                   'AND @extschema@.hamming(t.%1$I, %5$s) <= %6$s%7$s%8$s',
+      att.fingerprint_column, rel, att.band_columns[p.band + 1], p.probe_values, fingerprint, k, earlier, condition);
+    earlier := earlier || format(' AND @extschema@.hamming(@extschema@.simhash_band(t.%I, %s, %s), %s) > %s',
+      att.fingerprint_column, p.band, nbands, @extschema@.simhash_band(fingerprint, p.band, nbands), p.radius);
+  END LOOP;
+  IF cardinality(branches) = 0 THEN
+    -- Too far for the bands to pay: a scan.
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s%5$s ORDER BY distance',
+                  att.fingerprint_column, fingerprint, rel, k, condition);
+  END IF;
+  RETURN format(E'SELECT t AS item, @extschema@.hamming(m.fp, %1$s) AS distance\nFROM (SELECT DISTINCT fp FROM (\n%2$s\n) c) m\n'
+                 'JOIN %3$s t ON t.%4$I = @extschema@.simhash_band(m.fp, 0, %5$s) AND t.%6$I = m.fp%7$s\nORDER BY distance',
+                fingerprint, array_to_string(branches, E'\nUNION ALL\n'), rel, att.band_columns[1], nbands,
+                att.fingerprint_column, condition);
+END
+$$;
+COMMENT ON FUNCTION simhash_near_duplicates_sql(regclass, bigint, int, name, text) IS
+  'The probe plan of simhash_near_duplicates() for a fingerprint, as an SQL query (for EXPLAIN), with an optional condition on the rows';

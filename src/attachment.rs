@@ -1,0 +1,320 @@
+//! The attachment: one text column of a table that `simhash_attach()` set up, as its trigger's
+//! arguments record it. Every module reads it through [`Attachment`]: the trigger, lookups, dedup,
+//! partitions and Citus. The arguments are, in order: text column, nbands, max_distance, mode,
+//! tokenizer, shingle, weighting, stopwords; since 0.3.0 fold (a trigger made before has 8 arguments
+//! and means fold 'auto'); for a scoped attachment only, the scope column ('' for none); and for a
+//! distributed table checked through its registry, 'registry'. `sql/src/attach.sql` writes them and
+//! `sql/src/attachment.sql` decodes them for SQL (see docs/ARCHITECTURE.md).
+
+use pgrx::prelude::*;
+use simhash_core::Options;
+
+use crate::catalog::{cstr_utf8, is_extension_function, qualified_name};
+use crate::errors::{raise, EncodedError};
+
+/// The largest `max_distance` of an attachment and of a dedup (`simhash_attach`,
+/// `simhash_pairs`, `simhash_clusters`, `simhash_registry_buckets`): four 16-bit bands find every
+/// row within it exactly. A lookup may look farther (up to 64, checked by its probe plan).
+pub const MAX_DISTANCE: u32 = simhash_core::pairs::MAX_PAIR_DISTANCE;
+
+/// The largest `max_distance` a trigger's arguments may hold: 0.1.0 and 0.2.0 attached up to 63.
+const STORED_MAX_DISTANCE: i32 = 63;
+
+/// `max_distance` as an attachment or a dedup takes it, or SQLSTATE 22023 (in a `#[pg_extern]`
+/// as in a [`crate::errors::guard`]).
+pub fn check_max_distance(k: i32) -> u32 {
+    if !(0..=MAX_DISTANCE as i32).contains(&k) {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid value for option \"max_distance\": {k}; allowed: an integer from 0 to {MAX_DISTANCE}")
+        );
+    }
+    k as u32
+}
+
+/// What the trigger does with a near-duplicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Only maintain the fingerprint.
+    None,
+    /// Reject the write with SQLSTATE 23505.
+    Error,
+    /// Drop the row silently.
+    Skip,
+    /// Keep the row and record the existing row's key.
+    Flag,
+}
+
+impl Mode {
+    const NAMES: [(Mode, &'static str); 4] = [
+        (Mode::None, "none"),
+        (Mode::Error, "error"),
+        (Mode::Skip, "skip"),
+        (Mode::Flag, "flag"),
+    ];
+
+    pub fn parse(s: &str) -> Option<Mode> {
+        Self::NAMES
+            .iter()
+            .find(|(_, name)| *name == s)
+            .map(|(mode, _)| *mode)
+    }
+
+    /// The name `on_duplicate` takes.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(mode, _)| *mode == self)
+            .map_or("none", |(_, name)| name)
+    }
+}
+
+/// One attached text column, decoded from its trigger's arguments.
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    pub text_column: String,
+    pub nbands: i32,
+    pub max_distance: i32,
+    pub mode: Mode,
+    pub options: Options,
+    /// Duplicates are looked for only among rows with the same value of this column.
+    pub scope_column: Option<String>,
+    /// A distributed table whose writes are checked by its registry on the coordinator.
+    pub registry: bool,
+}
+
+impl Attachment {
+    /// The attachment a trigger's arguments record, or None when they are not a simhash_trigger()'s.
+    pub fn from_args(args: &[String]) -> Option<Attachment> {
+        let [text_column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, rest @ ..] =
+            args
+        else {
+            return None;
+        };
+        let (fold, scope, registry) = match rest {
+            [] => ("auto", "", false),
+            [f] => (f.as_str(), "", false),
+            [f, sc] => (f.as_str(), sc.as_str(), false),
+            [f, sc, r] if r == "registry" => (f.as_str(), sc.as_str(), true),
+            _ => return None,
+        };
+        let options = Options::parse_with_fold(
+            tokenizer,
+            shingle.parse().ok()?,
+            weighting,
+            stopwords == "true",
+            fold,
+        )
+        .ok()?;
+        Some(Attachment {
+            text_column: text_column.clone(),
+            nbands: nbands.parse().ok().filter(|n| (3..=64).contains(n))?,
+            max_distance: max_distance
+                .parse()
+                .ok()
+                .filter(|k| (0..=STORED_MAX_DISTANCE).contains(k))?,
+            mode: Mode::parse(mode)?,
+            options,
+            scope_column: (!scope.is_empty()).then(|| scope.to_string()),
+            registry,
+        })
+    }
+
+    /// The attachment `trigger` records, if its arguments are a simhash_trigger()'s.
+    ///
+    /// # Safety
+    /// `trigger` must come from a relation's trigger descriptor.
+    pub unsafe fn from_trigger(trigger: &pg_sys::Trigger) -> Option<Attachment> {
+        let args: Vec<String> = (0..trigger.tgnargs as usize)
+            .map(|i| cstr_utf8(*trigger.tgargs.add(i)))
+            .collect();
+        Attachment::from_args(&args)
+    }
+
+    pub fn fingerprint_column(&self) -> String {
+        format!("{}_simhash", self.text_column)
+    }
+
+    pub fn band_column(&self, band: i32) -> String {
+        format!("{}_band{band}", self.text_column)
+    }
+
+    pub fn flag_column(&self) -> String {
+        format!("{}_duplicate_of", self.text_column)
+    }
+
+    /// The fingerprint the registry checked, written by the coordinator with the row.
+    pub fn registered_column(&self) -> String {
+        format!("{}_registered", self.text_column)
+    }
+
+    /// The columns `simhash_attach()` added for this attachment: the fingerprint, the bands, the flag
+    /// column in `'flag'` mode and the registered fingerprint of a registry attachment.
+    pub fn derived_columns(&self) -> Vec<String> {
+        let mut columns = vec![self.fingerprint_column()];
+        columns.extend((0..self.nbands).map(|band| self.band_column(band)));
+        if self.mode == Mode::Flag {
+            columns.push(self.flag_column());
+        }
+        if self.registry {
+            columns.push(self.registered_column());
+        }
+        columns
+    }
+
+    /// The view that writes to a registry attachment of `table` (unquoted) go through.
+    pub fn checked_view(&self, table: &str) -> String {
+        format!("{table}_{}_checked", self.text_column)
+    }
+}
+
+/// The attachment of `heap` read from its triggers (relcache, no catalog query): the one on
+/// `text_column`, or the only one. Raises 42704 / 42725 as `simhash_find_attachment()` does.
+///
+/// # Safety
+/// `heap` must be an open relation; `ext_namespace` the extension's schema.
+pub unsafe fn find(
+    heap: pg_sys::Relation,
+    text_column: Option<&str>,
+    ext_namespace: pg_sys::Oid,
+) -> Attachment {
+    let table = qualified_name(heap);
+    let mut found = Vec::new();
+    let trigdesc = (*heap).trigdesc;
+    if !trigdesc.is_null() {
+        let triggers = std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize);
+        for trigger in triggers {
+            if !is_extension_function(trigger.tgfoid, b"simhash_trigger", ext_namespace) {
+                continue;
+            }
+            if let Some(att) = Attachment::from_trigger(trigger) {
+                if text_column.is_none_or(|c| c == att.text_column) {
+                    found.push(att);
+                }
+            }
+        }
+    }
+    match found.len() {
+        1 => found.pop().expect("one attachment"),
+        0 => raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            message: match text_column {
+                Some(c) => format!("column \"{c}\" of \"{table}\" is not attached"),
+                None => format!("table \"{table}\" is not attached"),
+            },
+            detail: None,
+            hint: Some("Attach it first with simhash_attach().".into()),
+        }),
+        n => raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_AMBIGUOUS_FUNCTION,
+            message: format!("table \"{table}\" has {n} attached columns: name one with text_column"),
+            detail: None,
+            hint: None,
+        }),
+    }
+}
+
+/// How the rows of a table are named in messages, the flag column and dedup results: by the
+/// primary key, or without one by the ctid (and the partition, where the rows are in partitions).
+pub enum RowKey {
+    /// The primary key columns, quoted, in key order.
+    Columns(Vec<String>),
+    Ctid {
+        partitioned: bool,
+    },
+}
+
+impl RowKey {
+    /// The key of the rows of `relid`, whose primary key `simhash_primary_key` of the extension
+    /// schema `ext_schema` reads.
+    ///
+    /// # Safety
+    /// SPI must be connected.
+    pub unsafe fn of(relid: pg_sys::Oid, ext_schema: &str, partitioned: bool) -> RowKey {
+        let columns = crate::spi::one_utf8(
+            &format!(
+                "SELECT pg_catalog.convert_to(string_agg(quote_ident(attname), ', ' ORDER BY ord), 'UTF8') \
+                 FROM {ext_schema}.simhash_primary_key($1)"
+            ),
+            &[crate::spi::Arg::Oid(relid)],
+        );
+        match columns {
+            // Quoted names hold no ", " unless quoted names do: split on the quoting.
+            Some(columns) => RowKey::Columns(split_quoted(&columns)),
+            None => RowKey::Ctid { partitioned },
+        }
+    }
+
+    /// The key columns as `Key (...)=(...)` names them.
+    pub fn names(&self) -> String {
+        match self {
+            RowKey::Columns(columns) => columns.join(", "),
+            RowKey::Ctid { partitioned: true } => "tableoid, ctid".into(),
+            RowKey::Ctid { partitioned: false } => "ctid".into(),
+        }
+    }
+
+    /// The columns of row `alias` in key order, for ORDER BY.
+    pub fn order_by(&self, alias: &str) -> String {
+        match self {
+            RowKey::Columns(columns) => columns
+                .iter()
+                .map(|c| format!("{alias}.{c}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            RowKey::Ctid { partitioned: true } => format!("{alias}.tableoid, {alias}.ctid"),
+            RowKey::Ctid { partitioned: false } => format!("{alias}.ctid"),
+        }
+    }
+
+    /// The key of row `alias` as the DETAIL of a near-duplicate error shows it: the values
+    /// separated by ", " (as PostgreSQL's unique violations do).
+    pub fn message_sql(&self, alias: &str) -> String {
+        match self {
+            RowKey::Columns(columns) => {
+                let texts: Vec<String> = columns.iter().map(|c| format!("{alias}.{c}::text")).collect();
+                format!("concat_ws(', ', {})", texts.join(", "))
+            }
+            RowKey::Ctid { partitioned: true } => {
+                format!("concat_ws(', ', {alias}.tableoid::regclass::text, {alias}.ctid::text)")
+            }
+            RowKey::Ctid { partitioned: false } => format!("{alias}.ctid::text"),
+        }
+    }
+
+    /// The key of row `alias` as dedup results show it: one column's text, or a row's (`(1,2)`).
+    pub fn value_sql(&self, alias: &str) -> String {
+        match self {
+            RowKey::Columns(columns) if columns.len() == 1 => format!("{alias}.{}::text", columns[0]),
+            RowKey::Columns(_) => format!("ROW({})::text", self.order_by(alias)),
+            RowKey::Ctid { partitioned: true } => {
+                format!("ROW({alias}.tableoid::regclass, {alias}.ctid)::text")
+            }
+            RowKey::Ctid { partitioned: false } => format!("{alias}.ctid::text"),
+        }
+    }
+}
+
+/// Splits `a, "b, c", d` (names as `quote_ident` gives them, joined by ", ") into its names.
+pub(crate) fn split_quoted(joined: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    let mut chars = joined.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                current.push(c);
+            }
+            ',' if !quoted && chars.peek() == Some(&' ') => {
+                chars.next();
+                names.push(std::mem::take(&mut current));
+            }
+            _ => current.push(c),
+        }
+    }
+    names.push(current);
+    names
+}

@@ -1,0 +1,179 @@
+//! Catalog access shared by every module: names and attribute numbers of relations, the
+//! extension's own schema and functions, the `regclass` argument type, and a cache of values
+//! derived from the catalogs that lives until the next relcache invalidation.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::ffi::CStr;
+
+use pgrx::callconv::{Arg, ArgAbi};
+use pgrx::pgrx_sql_entity_graph::metadata::{
+    ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
+};
+use pgrx::prelude::*;
+
+use crate::text::{server_to_utf8_lossy, utf8_to_server};
+
+thread_local! {
+    /// Relcache invalidations this backend has processed since it first asked.
+    static GENERATION: Cell<u64> = const { Cell::new(0) };
+    static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn relcache_invalidated(_arg: pg_sys::Datum, _relid: pg_sys::Oid) {
+    GENERATION.with(|n| n.set(n.get() + 1));
+}
+
+/// How many relcache invalidations this backend has processed since it first asked: what is
+/// derived from the catalogs (which indexes serve the bands, the leaf lists) is kept while this
+/// stays the same.
+pub fn relcache_generation() -> u64 {
+    if !CALLBACK_REGISTERED.with(Cell::get) {
+        unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(relcache_invalidated), pg_sys::Datum::from(0)) };
+        CALLBACK_REGISTERED.with(|r| r.set(true));
+    }
+    GENERATION.with(Cell::get)
+}
+
+/// Values derived from the catalogs (which indexes serve the bands, a trigger's parsed arguments,
+/// the partitions of a table), kept per key until this backend processes a relcache invalidation:
+/// DDL that could change them sends one. Declared in a `thread_local!`.
+pub struct CatalogCache<K, V>(RefCell<HashMap<K, (u64, V)>>);
+
+impl<K: std::hash::Hash + Eq, V: Clone> Default for CatalogCache<K, V> {
+    fn default() -> Self {
+        CatalogCache(RefCell::new(HashMap::new()))
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V: Clone> CatalogCache<K, V> {
+    /// The value for `key`, computed by `compute` (which may raise an error: nothing is borrowed
+    /// meanwhile) unless known from the current relcache generation.
+    pub fn get_or_compute(&self, key: K, compute: impl FnOnce() -> V) -> V {
+        let generation = relcache_generation();
+        let known = self
+            .0
+            .borrow()
+            .get(&key)
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, v)| v.clone());
+        known.unwrap_or_else(|| {
+            let value = compute();
+            // Not kept if an invalidation arrived while it was computed.
+            if relcache_generation() == generation {
+                self.0.borrow_mut().insert(key, (generation, value.clone()));
+            }
+            value
+        })
+    }
+}
+
+/// A `regclass` argument, so that `simhash_pairs('my_table')` resolves the name as PostgreSQL does.
+pub struct RegClass(pub pg_sys::Oid);
+
+impl FromDatum for RegClass {
+    unsafe fn from_polymorphic_datum(datum: pg_sys::Datum, is_null: bool, _: pg_sys::Oid) -> Option<Self> {
+        (!is_null).then(|| RegClass(pg_sys::Oid::from(datum.value() as u32)))
+    }
+}
+
+unsafe impl<'fcx> ArgAbi<'fcx> for RegClass {
+    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
+        let index = arg.index();
+        unsafe { arg.unbox_arg_using_from_datum() }
+            .unwrap_or_else(|| panic!("argument {index} must not be null"))
+    }
+}
+
+unsafe impl SqlTranslatable for RegClass {
+    const TYPE_IDENT: &'static str = "simhash_ext::catalog::RegClass";
+    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
+    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("regclass"));
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Err(ReturnsError::Datum);
+}
+
+/// A C string of the server encoding (a catalog name, a trigger argument, a value's output) as UTF-8.
+///
+/// # Safety
+/// `ptr` must point to a NUL-terminated string.
+pub unsafe fn cstr_utf8(ptr: *const std::ffi::c_char) -> String {
+    server_to_utf8_lossy(CStr::from_ptr(ptr).to_bytes())
+}
+
+/// The attribute number of a user column of `tupdesc` by name, if it exists and is not dropped.
+pub fn attnum_of(tupdesc: pg_sys::TupleDesc, name: &str) -> Option<i16> {
+    let cname = std::ffi::CString::new(utf8_to_server(name).into_owned()).ok()?;
+    // SPI_fnumber only reads the descriptor: no SPI connection needed.
+    let n = unsafe { pg_sys::SPI_fnumber(tupdesc, cname.as_ptr()) };
+    (n > 0).then_some(n as i16)
+}
+
+/// The attribute `attnum` (from 1) of `tupdesc`.
+pub fn attribute(tupdesc: pg_sys::TupleDesc, attnum: i32) -> &'static pg_sys::FormData_pg_attribute {
+    unsafe { crate::compat::tuple_desc_attr(tupdesc, attnum as usize - 1) }
+}
+
+/// Whether `func` is the function `name` of the schema `ext_namespace` (syscache lookups, no query).
+///
+/// # Safety
+/// In a transaction (catalog lookups).
+pub unsafe fn is_extension_function(func: pg_sys::Oid, name: &[u8], ext_namespace: pg_sys::Oid) -> bool {
+    let found = pg_sys::get_func_name(func);
+    !found.is_null()
+        && CStr::from_ptr(found).to_bytes() == name
+        && pg_sys::get_func_namespace(func) == ext_namespace
+}
+
+/// The name of a relation, as UTF-8.
+///
+/// # Safety
+/// `rel` must be an open relation.
+pub unsafe fn relation_name(rel: pg_sys::Relation) -> String {
+    server_to_utf8_lossy(CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()).to_bytes())
+}
+
+/// `schema.table`, each part quoted where needed, as the attachment errors name tables.
+///
+/// # Safety
+/// `rel` must be an open relation.
+pub unsafe fn qualified_name(rel: pg_sys::Relation) -> String {
+    let schema = cstr_utf8(pg_sys::get_namespace_name((*(*rel).rd_rel).relnamespace));
+    format!(
+        "{}.{}",
+        pgrx::spi::quote_identifier(&schema),
+        pgrx::spi::quote_identifier(relation_name(rel))
+    )
+}
+
+/// `schema.table` of a relation by OID, as of now (syscache; empty when it is gone).
+pub fn qualified_name_of(relid: pg_sys::Oid) -> String {
+    unsafe {
+        let name = pg_sys::get_rel_name(relid);
+        let namespace = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
+        if name.is_null() || namespace.is_null() {
+            return String::new();
+        }
+        format!(
+            "{}.{}",
+            pgrx::spi::quote_identifier(cstr_utf8(namespace)),
+            pgrx::spi::quote_identifier(cstr_utf8(name))
+        )
+    }
+}
+
+/// The schema of the function being called (the extension's).
+///
+/// # Safety
+/// `fcinfo` must be the call's.
+pub unsafe fn own_namespace(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
+    pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid)
+}
+
+/// The schema the extension lives in (the called function's own), quoted for SQL.
+///
+/// # Safety
+/// `fcinfo` must be the call's.
+pub unsafe fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
+    pgrx::spi::quote_identifier(cstr_utf8(pg_sys::get_namespace_name(own_namespace(fcinfo))))
+}

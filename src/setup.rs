@@ -1,0 +1,204 @@
+//! What the trigger derives from its arguments and its table's catalog entries (its [`Setup`]),
+//! kept per (trigger, table) until a relcache invalidation, and whether a table's two triggers
+//! leave the duplicate check of INSERTs to the statement's end (`crate::deferred`).
+
+use pgrx::prelude::*;
+
+use crate::attachment::{Attachment, Mode};
+use crate::catalog::{attnum_of, attribute, cstr_utf8, is_extension_function, relation_name, CatalogCache};
+use crate::errors::{raise, EncodedError};
+
+/// The error of a trigger function called other than as `simhash_attach()` set it up.
+pub fn trigger_error(message: &'static str) -> ! {
+    raise(EncodedError {
+        code: PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+        message: message.into(),
+        detail: None,
+        hint: None,
+    });
+}
+
+/// What the trigger derives from its arguments and its table's catalog entries: the same for
+/// every row until a relcache invalidation (ALTER TABLE, an attach or detach of a partition), so
+/// kept per (trigger, table) for the backend's current relcache generation.
+#[derive(Clone)]
+pub struct Setup {
+    pub att: Attachment,
+    pub text_att: i32,
+    pub fp_att: i32,
+    /// The flag column, if the table has one (required in flag mode only, when a row is checked).
+    pub flag_att: Option<i32>,
+    /// The table the trigger was attached to: this one, or the partitioned table it is a partition of.
+    pub attached_table: pg_sys::Oid,
+    /// Whether the table's simhash_check_trigger() checks the rows this trigger writes.
+    pub deferred: bool,
+    /// The scope column, its type's equality function and collation.
+    pub scope: Option<(i32, *mut pg_sys::FmgrInfo, pg_sys::Oid)>,
+    /// Where this table is a shard of a Citus table, that table's distribution.
+    pub shard: Option<crate::citus::Distribution>,
+    /// The registered-fingerprint column of a registry attachment.
+    pub registered_att: Option<i32>,
+}
+
+impl Setup {
+    /// Whether the duplicate check of an INSERT is left to `simhash_check_trigger()`: paired
+    /// triggers in `'error'` mode, outside SERIALIZABLE (both triggers decide it the same way).
+    pub fn checks_inserts_after(&self) -> bool {
+        self.deferred && self.att.mode == Mode::Error && defers()
+    }
+}
+
+thread_local! {
+        static SETUPS: CatalogCache<(pg_sys::Oid, pg_sys::Oid), Setup> = CatalogCache::default();
+}
+
+/// The trigger's [`Setup`] for the row in `td`, or the error of a trigger whose arguments or
+/// columns no longer fit.
+pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
+    let trigger = &*td.tg_trigger;
+    let rel = td.tg_relation;
+    SETUPS.with(|setups| {
+        setups.get_or_compute((trigger.tgoid, (*rel).rd_id), || {
+            let Some(att) = Attachment::from_trigger(trigger) else {
+                trigger_error(
+                    "simhash_trigger() has invalid arguments: attach the table with simhash_attach()",
+                );
+            };
+            let tupdesc = (*rel).rd_att;
+            let table = relation_name(rel);
+            let text_att = attnum(tupdesc, &att.text_column, &table);
+            let fp_att = attnum(tupdesc, &att.fingerprint_column(), &table);
+            check_type(
+                tupdesc,
+                text_att,
+                &table,
+                &[pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID],
+                "text, varchar or char",
+            );
+            check_type(tupdesc, fp_att, &table, &[pg_sys::INT8OID], "bigint");
+            let flag_att = attnum_of(tupdesc, &att.flag_column()).map(i32::from);
+            let scope = att.scope_column.as_deref().map(|column| {
+                let n = attnum(tupdesc, column, &table);
+                let attr = attribute(tupdesc, n);
+                // Kept for the backend's life: the type cache is never freed.
+                let typcache = pg_sys::lookup_type_cache(attr.atttypid, pg_sys::TYPECACHE_EQ_OPR_FINFO as i32);
+                if (*typcache).eq_opr_finfo.fn_oid == pg_sys::InvalidOid {
+                    raise(EncodedError {
+                        code: PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION,
+                        message: format!(
+                            "simhash_trigger: column \"{column}\" of table \"{table}\" has no equality operator"
+                        ),
+                        detail: None,
+                        hint: Some("Attach the table again with another scope column.".into()),
+                    });
+                }
+                (n, &mut (*typcache).eq_opr_finfo as *mut pg_sys::FmgrInfo, attr.attcollation)
+            });
+            let registered_att = att.registry.then(|| {
+                let n = attnum(tupdesc, &att.registered_column(), &table);
+                check_type(tupdesc, n, &table, &[pg_sys::INT8OID], "bigint");
+                n
+            });
+            let shard = crate::citus::shard_distribution((*rel).rd_id);
+            // A scoped, registry or Citus attachment checks as before, per row.
+            let deferred = att.scope_column.is_none()
+                && !att.registry
+                && shard.is_none()
+                && paired(rel, trigger);
+            Setup {
+                registered_att,
+                shard,
+                scope,
+                attached_table: crate::partitions::attached_table(rel, trigger),
+                deferred,
+                att,
+                text_att,
+                fp_att,
+                flag_att,
+            }
+        })
+    })
+}
+
+pub fn attnum(tupdesc: pg_sys::TupleDesc, name: &str, table: &str) -> i32 {
+    let Some(n) = attnum_of(tupdesc, name) else {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            message: format!("simhash_trigger: column \"{name}\" of table \"{table}\" does not exist"),
+            detail: None,
+            hint: Some(
+                "The table was attached with simhash_attach(); detach and attach it again after renaming columns."
+                    .into(),
+            ),
+        });
+    };
+    i32::from(n)
+}
+
+/// Checks that a column the trigger reads or writes still has the type the attach gave it: a
+/// column altered since then would otherwise be read or written as the wrong type.
+fn check_type(tupdesc: pg_sys::TupleDesc, attnum: i32, table: &str, allowed: &[pg_sys::Oid], want: &str) {
+    let attr = attribute(tupdesc, attnum);
+    let base = unsafe { pg_sys::getBaseType(attr.atttypid) };
+    if !allowed.contains(&base) {
+        let name = unsafe { cstr_utf8(attr.attname.data.as_ptr()) };
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            message: format!("simhash_trigger: column \"{name}\" of table \"{table}\" is not {want}"),
+            detail: None,
+            hint: Some(
+                "The column was altered after simhash_attach(); detach the table and attach it again.".into(),
+            ),
+        });
+    }
+}
+
+/// Whether paired triggers leave the check to the AFTER trigger in this transaction: not at
+/// SERIALIZABLE, where the check before the write keeps its unique-violation error (written
+/// first, the row would make the check's reads a serialization failure) and leaf lists do not
+/// serve anyway. The isolation level is fixed before a transaction's first write.
+pub fn defers() -> bool {
+    unsafe { pg_sys::XactIsoLevel != pg_sys::XACT_SERIALIZABLE as i32 }
+}
+
+/// Whether `trigger` on `rel` has its partner: for `simhash_trigger()` BEFORE INSERT, a
+/// `simhash_check_trigger()` AFTER INSERT with the same arguments that fires when it does, and
+/// the other way round. Only then does the BEFORE trigger leave the check of an INSERT to the
+/// AFTER one. Never on a partition (its rows are checked across the partitioned table, per row).
+///
+/// # Safety
+/// `rel` must be the open relation `trigger` belongs to.
+pub unsafe fn paired(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> bool {
+    const ROW: i16 = 1 << 0;
+    const BEFORE: i16 = 1 << 1;
+    const INSERT: i16 = 1 << 2;
+    const INSTEAD: i16 = 1 << 6;
+    let form = &*(*rel).rd_rel;
+    if form.relispartition || form.relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char {
+        return false;
+    }
+    let trigdesc = (*rel).trigdesc;
+    if trigdesc.is_null() {
+        return false;
+    }
+    let before = trigger.tgtype & BEFORE != 0;
+    let (partner, shape) = if before {
+        (&b"simhash_check_trigger"[..], ROW | INSERT)
+    } else {
+        (&b"simhash_trigger"[..], ROW | BEFORE | INSERT)
+    };
+    let namespace = pg_sys::get_func_namespace(trigger.tgfoid);
+    let args = |t: &pg_sys::Trigger| -> Vec<&[u8]> {
+        (0..t.tgnargs as usize)
+            .map(|i| std::ffi::CStr::from_ptr(*t.tgargs.add(i)).to_bytes())
+            .collect()
+    };
+    let triggers = std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize);
+    triggers.iter().any(|t| {
+        t.tgoid != trigger.tgoid
+            && is_extension_function(t.tgfoid, partner, namespace)
+            && t.tgtype & (ROW | BEFORE | INSERT | INSTEAD) == shape
+            && t.tgenabled == trigger.tgenabled
+            && args(t) == args(trigger)
+    })
+}

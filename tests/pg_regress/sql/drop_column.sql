@@ -1,0 +1,18 @@
+-- A column that simhash_attach() added cannot be dropped by hand: detach removes them all.
+CREATE TABLE drop_column (id int PRIMARY KEY, body text, note text);
+SELECT simhash_attach('drop_column', 'body', on_duplicate => 'flag');
+ALTER TABLE drop_column DROP COLUMN body_band2;
+ALTER TABLE drop_column DROP COLUMN IF EXISTS body_simhash;
+ALTER TABLE drop_column ADD COLUMN extra int, DROP COLUMN body_duplicate_of;
+-- Other columns drop as usual, and the attachment keeps working.
+ALTER TABLE drop_column DROP COLUMN note;
+INSERT INTO drop_column VALUES (1, 'the quick brown fox jumps over the lazy dog again and again');
+INSERT INTO drop_column VALUES (2, 'the quick brown fox jumps over the lazy dog again and again');
+SELECT id, body_duplicate_of FROM drop_column ORDER BY id;
+SELECT simhash_detach('drop_column', 'body');
+SELECT attname FROM pg_attribute WHERE attrelid = 'drop_column'::regclass AND attnum > 0 AND NOT attisdropped
+ORDER BY attnum;
+-- Without an attachment, a column of that name is an ordinary one.
+ALTER TABLE drop_column ADD COLUMN body_band2 int;
+ALTER TABLE drop_column DROP COLUMN body_band2;
+DROP TABLE drop_column;
