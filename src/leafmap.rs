@@ -587,7 +587,7 @@ thread_local! {
 
 /// # Safety
 /// Called by PostgreSQL's relcache invalidation machinery only (registered in
-/// [`relcache_generation`]).
+/// [`register_invalidation_callback`]).
 #[pg_guard]
 unsafe extern "C-unwind" fn relcache_invalidated(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
     INVALIDATIONS.with(|n| n.set(n.get() + 1));
