@@ -1044,11 +1044,14 @@ fn first_not_below(
         if hi - lo <= SCAN_WIDTH {
             // A few items left: read all their keys at once (the misses overlap) rather than in
             // two or three rounds that each wait for the last.
-            for p in lo + 1..hi {
-                prefetch_line(page.tuple(p as u16)?.address());
+            let mut scan = [None; SCAN_WIDTH as usize];
+            for (slot, p) in scan.iter_mut().zip(lo + 1..hi) {
+                let tuple = page.tuple(p as u16)?;
+                prefetch_line(tuple.address());
+                *slot = Some(tuple);
             }
-            for p in lo + 1..hi {
-                if page.tuple(p as u16)?.key(false)? >= value {
+            for (slot, p) in scan.iter().zip(lo + 1..hi) {
+                if (*slot)?.key(false)? >= value {
                     return Some(p as u16);
                 }
             }
