@@ -6,7 +6,8 @@
 //! it. Here a backend keeps, per band index, the list of its leaf pages with the lowest key each
 //! may hold (read from the level above the leaves), and a probe locks and reads only its leaf.
 //!
-//! Why a list read earlier stays right (PostgreSQL's B-tree follows Lehman and Yao):
+//! Why a list read earlier stays right (PostgreSQL's B-tree follows Lehman and Yao; docs/ARCHITECTURE.md
+//! §5.2–§5.4 describe the reader, this argument and when index scans are used instead):
 //! - A split moves the upper half of a page to a new page on its right, linked from it, so keys
 //!   never move left: starting from the listed page and following right-links while the key is
 //!   above the page's high key reaches every entry, as `_bt_moveright` does for a stale parent.
