@@ -35,7 +35,7 @@ PY_MB = float(os.environ.get("BENCH_PY_MB", "2"))
 ROOT = os.path.dirname(BENCH)
 # Where the server loads simhash_ext.so from: run.sh's private copy of PostgreSQL, else the system's.
 PKGLIB = os.environ.get("BENCH_PKGLIB") or subprocess.run(
-    [os.environ.get("PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config"), "--pkglibdir"],
+    [os.environ.get("PG_CONFIG", "pg_config"), "--pkglibdir"],
     capture_output=True, text=True).stdout.strip()
 HZ = os.sysconf("SC_CLK_TCK")
 QUIET_WAIT = float(os.environ.get("BENCH_QUIET_WAIT", "180"))  # seconds of waiting, whole script

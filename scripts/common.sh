@@ -63,8 +63,8 @@ ensure_pg_wheel() {
     echo "$dir/bin/pg_config"
 }
 
-# use_pg MAJOR: selects PostgreSQL MAJOR: Debian's package for 15, the pinned wheel for the others.
-use_pg() {
+# check_major MAJOR: fails, naming the supported majors, unless MAJOR is one of them.
+check_major() {
     case " ${SUPPORTED_MAJORS[*]} " in
     *" $1 "*) ;;
     *)
@@ -72,6 +72,11 @@ use_pg() {
         return 2
         ;;
     esac
+}
+
+# use_pg MAJOR: selects PostgreSQL MAJOR: Debian's package for 15, the pinned wheel for the others.
+use_pg() {
+    check_major "$1" || return 2
     if [ "$1" = 15 ]; then
         select_pg "$DEBIAN_PG_CONFIG"
     else

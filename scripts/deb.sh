@@ -18,8 +18,7 @@
 # outside the two directories.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" # ROOT, PG_CONFIG (Debian's 15 unless set), pg_major
 package=
 out=$ROOT/target/deb
 
@@ -35,7 +34,7 @@ done
 die() { echo "deb.sh: $*" >&2; exit 1; }
 command -v dpkg-deb >/dev/null || die "dpkg-deb not found (package dpkg)"
 [ -x "$PG_CONFIG" ] || die "$PG_CONFIG is not an executable pg_config"
-PG_MAJOR=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+PG_MAJOR=$(pg_major "$PG_CONFIG")
 NAME=postgresql-$PG_MAJOR-simhash-ext
 # Where `cargo pgrx package` puts the files (the install's own directories), and where Debian's
 # postgresql-NN looks for them.

@@ -30,7 +30,7 @@ while (($#)); do
     esac
 done
 for m in "${majors[@]}"; do
-    use_pg "$m" >/dev/null || exit 2
+    check_major "$m" || exit 2
 done
 
 REGRESS_DIR=/tmp/simhash-regress
@@ -71,49 +71,46 @@ if ((everything)); then
     run_suite core cargo test --release -p simhash_core
 fi
 
+# pgxs_suite NAME KIND RUNNER CLIENT_BIN INPUTDIR TESTDIR EXT: runs RUNNER (pgxs's pg_regress or
+# pg_isolation_regress) on every TESTDIR/*.EXT of INPUTDIR against the throwaway server, in database
+# simhash_KIND with its output in $REGRESS_DIR/out/KIND, printing the diffs when it fails, and records
+# the suite NAME.
+pgxs_suite() {
+    local name=$1 kind=$2 runner=$3 client_bin=$4 inputdir=$5 testdir=$6 ext=$7 tests status=0
+    tests=$(cd "$inputdir/$testdir" && ls ./*."$ext" | sed "s|^\./||; s|\.$ext\$||" | sort)
+    # The goldens find their data files through psql's \getenv PG_ABS_SRCDIR (pg_regress sets it
+    # from PostgreSQL 15 on; set here for 14).
+    PG_ABS_SRCDIR=$ROOT/$inputdir "$runner" --bindir="$client_bin" --host=/tmp --port="$REGRESS_PORT" \
+        --user=postgres --inputdir="$inputdir" --outputdir="$REGRESS_DIR/out/$kind" \
+        --dbname="simhash_$kind" --load-extension=simhash_ext $tests || {
+        status=1
+        cat "$REGRESS_DIR/out/$kind/regression.diffs" 2>/dev/null || true
+    }
+    suite "$name" $status
+}
+
 # per_major_suites: #[pg_test]s, then pg_regress and the isolation specs against a throwaway server
 # of the PostgreSQL in use, with the release build installed into it.
 per_major_suites() {
-    local pg=pg$PG_MAJOR status
     ensure_pgrx_config
     log "#[pg_test]s on PostgreSQL $PG_MAJOR ($PG_CONFIG)"
     install -d -o postgres -g postgres /tmp/simhash-pgrx-test
-    status=0
-    CARGO_PGRX_TEST_RUNAS=postgres CARGO_PGRX_TEST_PGDATA=/tmp/simhash-pgrx-test/pgdata-$PG_MAJOR \
-        cargo pgrx test "$pg" || status=1
-    suite "pg_test/$PG_MAJOR" $status
+    run_suite "pg_test/$PG_MAJOR" env CARGO_PGRX_TEST_RUNAS=postgres \
+        CARGO_PGRX_TEST_PGDATA="/tmp/simhash-pgrx-test/pgdata-$PG_MAJOR" cargo pgrx test "pg$PG_MAJOR"
 
     install_extension --release
     log "pg_regress and isolation tests on PostgreSQL $PG_MAJOR, port $REGRESS_PORT"
     start_server "$REGRESS_DIR" "$REGRESS_PORT"
     trap 'stop_server "$REGRESS_DIR"' EXIT
-    local out=$REGRESS_DIR/out pgxs regress_tests isolation_tests
+    install -d "$REGRESS_DIR/out"
+    local pgxs client_bin=$PG_BIN
     pgxs=$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")
-    install -d "$out"
-    regress_tests=$(cd tests/pg_regress/sql && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | sort)
-    # The goldens find their data files through psql's \getenv PG_ABS_SRCDIR (pg_regress sets it from
-    # PostgreSQL 15 on). PostgreSQL 14's psql has no \getenv: its server is tested through Debian's
-    # psql 15 as the client, with the variable set here.
-    local client_bin=$PG_BIN
+    # PostgreSQL 14's psql has no \getenv: its server is tested through Debian's psql 15 as the client.
     ((PG_MAJOR >= 15)) || client_bin=$(dirname "$DEBIAN_PG_CONFIG")
-    status=0
-    PG_ABS_SRCDIR=$ROOT/tests/pg_regress \
-        "$pgxs/test/regress/pg_regress" --bindir="$client_bin" --host=/tmp --port="$REGRESS_PORT" --user=postgres \
-        --inputdir=tests/pg_regress --outputdir="$out/regress" --dbname=simhash_regress \
-        --load-extension=simhash_ext $regress_tests || {
-        status=1
-        cat "$out/regress/regression.diffs" 2>/dev/null || true
-    }
-    suite "pg_regress/$PG_MAJOR" $status
-    isolation_tests=$(cd tests/isolation/specs && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | sort)
-    status=0
-    "$pgxs/test/isolation/pg_isolation_regress" --bindir="$PG_BIN" --host=/tmp --port="$REGRESS_PORT" \
-        --user=postgres --inputdir=tests/isolation --outputdir="$out/isolation" --dbname=simhash_isolation \
-        --load-extension=simhash_ext $isolation_tests || {
-        status=1
-        cat "$out/isolation/regression.diffs" 2>/dev/null || true
-    }
-    suite "isolation/$PG_MAJOR" $status
+    pgxs_suite "pg_regress/$PG_MAJOR" regress "$pgxs/test/regress/pg_regress" "$client_bin" \
+        tests/pg_regress sql sql
+    pgxs_suite "isolation/$PG_MAJOR" isolation "$pgxs/test/isolation/pg_isolation_regress" "$PG_BIN" \
+        tests/isolation specs spec
     stop_server "$REGRESS_DIR"
     trap - EXIT
 }

@@ -11,7 +11,7 @@
 # fields and file list are checked against Debian's paths for that major; it is not installed
 # (Debian 12 has no postgresql-NN for it to depend on).
 #
-# Why an isolated root, not the system: the system's /usr/lib/postgresql/15/lib may hold a
+# Why an isolated root, not the system: the system's library directory ($PG_CONFIG --pkglibdir) may hold a
 # simhash_ext.so built from source (scripts/test.sh installs one with cargo pgrx install) that
 # running servers have mapped; overwriting it under them can crash them with SIGBUS, and dpkg would
 # then own files that `cargo pgrx install` later replaces. So dpkg installs with --root into

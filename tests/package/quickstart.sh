@@ -8,10 +8,9 @@
 # must appear in the output, and exactly one statement must fail: the near-duplicate insert. The
 # comment "-- ... rows already there ..." becomes an insert of the original article, so that the
 # repost has something to be a near-duplicate of. Uses a fresh database simhash_quickstart.
-set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh" # ROOT, PG_BIN of $PG_CONFIG
 PORT=$1
-PSQL=${2:-/usr/lib/postgresql/15/bin/psql}
+PSQL=${2:-$PG_BIN/psql}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -117,18 +117,25 @@ expect "every stored fingerprint equals simhash() computed by $NEW" \
 expect "every 'jieba' fingerprint equals simhash() computed by $NEW" \
     "$(q postgres -c "SELECT count(*) FROM zh WHERE body_simhash IS DISTINCT FROM simhash(body, tokenizer => 'jieba', weighting => 'tfidf')")" 0
 q postgres -c "CREATE EXTENSION amcheck" >/dev/null
+band_indexes="FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname LIKE '%band%' AND c.relkind = 'i'"
 expect "the band indexes pass amcheck's bt_index_check (with heapallindexed)" \
-    "$(q postgres -c "SELECT count(*) FROM (SELECT bt_index_check(i.indexrelid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname LIKE '%band%' AND c.relkind = 'i') s")" \
-    "$(q postgres -c "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname LIKE '%band%' AND c.relkind = 'i'")"
-expect "lookups through the leaf-page reader equal plain index scans" \
-    "$(q postgres -c "SET simhash.leaf_map = off" -c "SELECT md5(string_agg(p.id || ':' || (n.item).id, ',' ORDER BY p.id, (n.item).id)) FROM plain p, simhash_near_duplicates(NULL::plain, p.body_simhash, 7) n WHERE p.id % 7 = 0")" \
-    "$(q postgres -c "SET simhash.leaf_map = on" -c "SELECT md5(string_agg(p.id || ':' || (n.item).id, ',' ORDER BY p.id, (n.item).id)) FROM plain p, simhash_near_duplicates(NULL::plain, p.body_simhash, 7) n WHERE p.id % 7 = 0")"
+    "$(q postgres -c "SELECT count(*) FROM (SELECT bt_index_check(i.indexrelid, true) $band_indexes) s")" \
+    "$(q postgres -c "SELECT count(*) $band_indexes")"
+# lookups LEAF_MAP [SQL...]: after SQL, the md5 of the (row, match) pairs found within 7 bits of every
+# seventh row of plain, with simhash.leaf_map set to LEAF_MAP.
+lookups() {
+    local leaf_map=$1
+    shift
+    q postgres "$@" -c "SET simhash.leaf_map = $leaf_map" -c "SELECT md5(string_agg(p.id || ':' || (n.item).id, ','
+        ORDER BY p.id, (n.item).id)) FROM plain p, simhash_near_duplicates(NULL::plain, p.body_simhash, 7) n
+        WHERE p.id % 7 = 0"
+}
+expect "lookups through the leaf-page reader equal plain index scans" "$(lookups on)" "$(lookups off)"
 expect "the trigger still rejects a near-duplicate (23505)" \
     "$(sqlstate postgres "INSERT INTO plain (title, body) SELECT 'again', body FROM plain WHERE id = 42")" 23505
 expect "the trigger fingerprints a new row" \
     "$(q postgres -c "INSERT INTO plain (title, body) VALUES ('new', 'A ferry across the harbor will run on weekend evenings from next month, the port authority said.') RETURNING body_simhash = simhash(body)")" t
 expect "the partitioned table flags a near-duplicate" \
     "$(q postgres -c "INSERT INTO parted SELECT 99999, body FROM plain WHERE id = 7 RETURNING body_duplicate_of IS NOT NULL")" t
-expect "REINDEX of an upgraded band index keeps lookups the same" \
-    "$(q postgres -c "REINDEX TABLE plain" -c "SELECT count(*) FROM plain p, simhash_near_duplicates(NULL::plain, p.body_simhash, 7) n WHERE p.id % 7 = 0")" \
-    "$(q postgres -c "SET simhash.leaf_map = off" -c "SELECT count(*) FROM plain p, simhash_near_duplicates(NULL::plain, p.body_simhash, 7) n WHERE p.id % 7 = 0")"
+before_reindex=$(lookups off)
+expect "REINDEX of an upgraded band index keeps lookups the same" "$(lookups on -c "REINDEX TABLE plain")" "$before_reindex"
