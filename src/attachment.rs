@@ -11,6 +11,7 @@ use simhash_core::Options;
 
 use crate::catalog::{cstr_utf8, is_extension_function, qualified_name};
 use crate::errors::{raise, EncodedError};
+use crate::text::utf8_to_server;
 
 /// The largest `max_distance` of an attachment and of a dedup (`simhash_attach`,
 /// `simhash_pairs`, `simhash_clusters`, `simhash_registry_buckets`): four 16-bit bands find every
@@ -70,6 +71,30 @@ impl Mode {
     }
 }
 
+/// The fingerprint options of an attachment as its trigger's arguments spell them (`fold` 'auto'
+/// stays 'auto': what it means depends on the weighting).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionNames {
+    pub tokenizer: String,
+    pub shingle: i32,
+    pub weighting: String,
+    pub stopwords: bool,
+    pub fold: String,
+}
+
+impl OptionNames {
+    /// The options, or the first bad one (SQLSTATE 22023 when raised).
+    pub fn parse(&self) -> Result<Options, simhash_core::OptionError> {
+        Options::parse_with_fold(
+            &self.tokenizer,
+            self.shingle,
+            &self.weighting,
+            self.stopwords,
+            &self.fold,
+        )
+    }
+}
+
 /// One attached text column, decoded from its trigger's arguments.
 #[derive(Debug, Clone)]
 pub struct Attachment {
@@ -77,6 +102,7 @@ pub struct Attachment {
     pub nbands: i32,
     pub max_distance: i32,
     pub mode: Mode,
+    pub option_names: OptionNames,
     pub options: Options,
     /// Duplicates are looked for only among rows with the same value of this column.
     pub scope_column: Option<String>,
@@ -84,7 +110,129 @@ pub struct Attachment {
     pub registry: bool,
 }
 
+/// Every band index serves every distance up to [`MAX_DISTANCE`]: the attachments made since
+/// 0.3.0 have four 16-bit bands (older ones may have from 3 to 64).
+pub const NBANDS: i32 = 4;
+
+/// The longest name PostgreSQL keeps (NAMEDATALEN - 1 bytes).
+const MAX_NAME_BYTES: usize = 63;
+
 impl Attachment {
+    /// A new attachment of `text_column` with the settings `simhash_attach()` was given, or the
+    /// error that names the first bad one, in the order attach checks them.
+    pub fn new(
+        text_column: &str,
+        max_distance: Option<i32>,
+        on_duplicate: Option<&str>,
+        option_names: Option<OptionNames>,
+        scope_column: Option<&str>,
+        registry: bool,
+    ) -> Result<Attachment, EncodedError> {
+        let invalid = |message: String| EncodedError {
+            code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            message,
+            detail: None,
+            hint: None,
+        };
+        let max_distance = max_distance
+            .filter(|k| (0..=MAX_DISTANCE as i32).contains(k))
+            .ok_or_else(|| {
+                invalid(format!(
+                "invalid value for option \"max_distance\": {}; allowed: an integer from 0 to {MAX_DISTANCE}",
+                max_distance.map_or("NULL".into(), |k| k.to_string())
+            ))
+            })?;
+        let mode = on_duplicate.and_then(Mode::parse).ok_or_else(|| {
+            let allowed: Vec<String> = Mode::NAMES.iter().map(|(_, name)| format!("'{name}'")).collect();
+            invalid(format!(
+                "invalid value for option \"on_duplicate\": {}; allowed: {}",
+                on_duplicate.map_or("NULL".into(), |m| format!("'{}'", m.replace('\'', "''"))),
+                allowed.join(", ")
+            ))
+        })?;
+        let option_names = option_names.ok_or_else(|| EncodedError {
+            code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            message: "simhash_attach: fingerprint options must not be NULL".into(),
+            detail: None,
+            hint: None,
+        })?;
+        let options = option_names.parse().map_err(|e| invalid(e.to_string()))?;
+        let att = Attachment {
+            text_column: text_column.to_string(),
+            nbands: NBANDS,
+            max_distance,
+            mode,
+            option_names,
+            options,
+            scope_column: if registry {
+                None
+            } else {
+                scope_column.map(str::to_string)
+            },
+            registry,
+        };
+        let longest = att
+            .all_derived_columns()
+            .into_iter()
+            .map(|c| utf8_to_server(&c).len())
+            .max();
+        if longest.unwrap_or(0) > MAX_NAME_BYTES {
+            return Err(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_NAME_TOO_LONG,
+                message: format!(
+                    "simhash_attach: column name \"{text_column}\" is too long to derive column names from"
+                ),
+                detail: None,
+                hint: None,
+            });
+        }
+        Ok(att)
+    }
+
+    /// An attachment of `text_column` with `simhash_attach()`'s defaults: what the names derived
+    /// from a text column are read from.
+    pub fn named(text_column: &str) -> Attachment {
+        let option_names = OptionNames {
+            tokenizer: "bigram".into(),
+            shingle: 1,
+            weighting: "logtf".into(),
+            stopwords: true,
+            fold: "auto".into(),
+        };
+        Attachment {
+            text_column: text_column.to_string(),
+            nbands: NBANDS,
+            max_distance: 7,
+            mode: Mode::None,
+            options: option_names.parse().expect("the default options are valid"),
+            option_names,
+            scope_column: None,
+            registry: false,
+        }
+    }
+
+    /// The trigger arguments that record this attachment (what [`Attachment::from_args`] reads).
+    pub fn to_args(&self) -> Vec<String> {
+        let o = &self.option_names;
+        let mut args = vec![
+            self.text_column.clone(),
+            self.nbands.to_string(),
+            self.max_distance.to_string(),
+            self.mode.name().to_string(),
+            o.tokenizer.clone(),
+            o.shingle.to_string(),
+            o.weighting.clone(),
+            o.stopwords.to_string(),
+            o.fold.clone(),
+        ];
+        if self.registry {
+            args.extend([String::new(), "registry".into()]);
+        } else if let Some(scope) = &self.scope_column {
+            args.push(scope.clone());
+        }
+        args
+    }
+
     /// The attachment a trigger's arguments record, or None when they are not a simhash_trigger()'s.
     pub fn from_args(args: &[String]) -> Option<Attachment> {
         let [text_column, nbands, max_distance, mode, tokenizer, shingle, weighting, stopwords, rest @ ..] =
@@ -99,14 +247,14 @@ impl Attachment {
             [f, sc, r] if r == "registry" => (f.as_str(), sc.as_str(), true),
             _ => return None,
         };
-        let options = Options::parse_with_fold(
-            tokenizer,
-            shingle.parse().ok()?,
-            weighting,
-            stopwords == "true",
-            fold,
-        )
-        .ok()?;
+        let option_names = OptionNames {
+            tokenizer: tokenizer.clone(),
+            shingle: shingle.parse().ok()?,
+            weighting: weighting.clone(),
+            stopwords: stopwords == "true",
+            fold: fold.to_string(),
+        };
+        let options = option_names.parse().ok()?;
         Some(Attachment {
             text_column: text_column.clone(),
             nbands: nbands.parse().ok().filter(|n| (3..=64).contains(n))?,
@@ -115,6 +263,7 @@ impl Attachment {
                 .ok()
                 .filter(|k| (0..=STORED_MAX_DISTANCE).contains(k))?,
             mode: Mode::parse(mode)?,
+            option_names,
             options,
             scope_column: (!scope.is_empty()).then(|| scope.to_string()),
             registry,
@@ -163,14 +312,42 @@ impl Attachment {
         columns
     }
 
+    /// Every column an attachment of this text column can add, whatever its mode.
+    fn all_derived_columns(&self) -> Vec<String> {
+        let mut columns = vec![self.fingerprint_column()];
+        columns.extend((0..self.nbands).map(|band| self.band_column(band)));
+        columns.extend([self.flag_column(), self.registered_column()]);
+        columns
+    }
+
+    /// The name of the BEFORE trigger that records the attachment.
+    pub fn trigger_name(&self) -> String {
+        format!("simhash_{}", self.text_column)
+    }
+
+    /// The name of the statement-end check trigger of `'error'` mode (src/deferred.rs).
+    pub fn check_trigger_name(&self) -> String {
+        format!("simhash_{}$chk", self.text_column)
+    }
+
     /// The view that writes to a registry attachment of `table` (unquoted) go through.
     pub fn checked_view(&self, table: &str) -> String {
         format!("{table}_{}_checked", self.text_column)
     }
+
+    /// The registry table of a registry attachment of `table` (unquoted).
+    pub fn registry_table(&self, table: &str) -> String {
+        format!("{table}_{}_registry", self.text_column)
+    }
+
+    /// The registry's lock rows of a registry attachment of `table` (unquoted).
+    pub fn lock_table(&self, table: &str) -> String {
+        format!("{table}_{}_registry_locks", self.text_column)
+    }
 }
 
 /// The attachment of `heap` read from its triggers (relcache, no catalog query): the one on
-/// `text_column`, or the only one. Raises 42704 / 42725 as `simhash_find_attachment()` does.
+/// `text_column`, or the only one. Raises 42704 / 42725 as `simhash_internal.find_attachment()` does.
 ///
 /// # Safety
 /// `heap` must be an open relation; `ext_namespace` the extension's schema.
@@ -226,16 +403,15 @@ pub enum RowKey {
 }
 
 impl RowKey {
-    /// The key of the rows of `relid`, whose primary key `simhash_primary_key` of the extension
-    /// schema `ext_schema` reads.
+    /// The key of the rows of `relid`, as `simhash_internal.primary_key` reads it.
     ///
     /// # Safety
     /// SPI must be connected.
-    pub unsafe fn of(relid: pg_sys::Oid, ext_schema: &str, partitioned: bool) -> RowKey {
+    pub unsafe fn of(relid: pg_sys::Oid, partitioned: bool) -> RowKey {
         let columns = crate::spi::one_utf8(
             &format!(
                 "SELECT pg_catalog.convert_to(string_agg(quote_ident(attname), ', ' ORDER BY ord), 'UTF8') \
-                 FROM {ext_schema}.simhash_primary_key($1)"
+                 FROM simhash_internal.primary_key($1)"
             ),
             &[crate::spi::Arg::Oid(relid)],
         );

@@ -89,8 +89,8 @@ pub struct Nearest {
 }
 
 /// Builds and prepares the query that reads the key of the row found (and the flag column's value).
-unsafe fn prepare_lookup(relid: pg_sys::Oid, ext_schema: &str) -> Lookup {
-    let key = RowKey::of(relid, ext_schema, pg_sys::get_rel_relispartition(relid));
+unsafe fn prepare_lookup(relid: pg_sys::Oid) -> Lookup {
+    let key = RowKey::of(relid, pg_sys::get_rel_relispartition(relid));
     // Always schema-qualified: the cached plan must not depend on the caller's search_path. Read
     // from the syscache: Citus hides its shards from queries on pg_class in some sessions.
     let qualified = qualified_name_of(relid);
@@ -341,9 +341,7 @@ pub unsafe fn describe_row(
     let cache_key = (relid.to_u32(), ext_schema.clone(), qualified_name_of(relid));
     let (plan, key_columns) = LOOKUPS.with(|lookups| {
         let mut lookups = lookups.borrow_mut();
-        let lookup = lookups
-            .entry(cache_key)
-            .or_insert_with(|| prepare_lookup(relid, &ext_schema));
+        let lookup = lookups.entry(cache_key).or_insert_with(|| prepare_lookup(relid));
         (lookup.plan, lookup.key_columns.clone())
     });
     let mut tid = tid;

@@ -96,14 +96,14 @@ struct Table {
 
 impl Table {
     /// The attachment on `text_column` of `relid` and how its rows are named. SPI must be connected.
-    fn read(relid: pg_sys::Oid, text_column: Option<&str>, namespace: pg_sys::Oid, schema: &str) -> Table {
+    fn read(relid: pg_sys::Oid, text_column: Option<&str>, namespace: pg_sys::Oid) -> Table {
         crate::errors::in_extern(|| unsafe {
             let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
             let form = &*(*heap).rd_rel;
             let partitioned = form.relkind as u8 == pg_sys::RELKIND_PARTITIONED_TABLE || form.relispartition;
             let table = Table {
                 att: crate::attachment::find(heap, text_column, namespace),
-                key: RowKey::of(relid, schema, partitioned),
+                key: RowKey::of(relid, partitioned),
                 qualified: crate::catalog::qualified_name(heap),
                 partitioned,
                 distributed: crate::citus::distribution(relid).is_some(),
@@ -121,29 +121,26 @@ fn read_rows(
     reporter: &mut Reporter,
 ) -> Rows {
     Spi::connect(|client| {
-        let extension = client
+        let namespace = client
             .select(
-                "SELECT quote_ident(n.nspname), n.oid FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace \
-                 WHERE e.extname = 'simhash_ext'",
+                "SELECT e.extnamespace FROM pg_extension e WHERE e.extname = 'simhash_ext'",
                 None,
                 &[],
             )
-            .and_then(|t| t.first().get_two::<String, pg_sys::Oid>())
-            .ok();
-        let (schema, namespace) = match extension {
-            Some((Some(schema), Some(namespace))) => (schema, namespace),
-            _ => ("public".into(), pg_sys::Oid::INVALID),
-        };
+            .and_then(|t| t.first().get_one::<pg_sys::Oid>())
+            .ok()
+            .flatten()
+            .unwrap_or(pg_sys::Oid::INVALID);
         // Raises the errors of a table (or column) that is not attached, or has several attached.
         let text_column: Option<String> = client
             .select(
-                &format!("SELECT a.text_column::text FROM {schema}.simhash_find_attachment($1, $2) a"),
+                "SELECT a.text_column::text FROM simhash_internal.find_attachment($1, $2) a",
                 None,
                 &[table.into(), text_column.into()],
             )
             .and_then(|t| t.first().get_one::<String>())
-            .expect("simhash_find_attachment raises its own errors");
-        let table = Table::read(table, text_column.as_deref(), namespace, &schema);
+            .expect("find_attachment raises its own errors");
+        let table = Table::read(table, text_column.as_deref(), namespace);
         if table.distributed && matches!(table.key, RowKey::Ctid { .. }) {
             ereport!(
                 ERROR,

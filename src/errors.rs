@@ -82,6 +82,26 @@ pub fn in_extern<T>(body: impl FnOnce() -> T) -> T {
     }
 }
 
+impl EncodedError {
+    /// Reports the error from a `#[pg_extern]` function (not inside [`guard`]), its texts made
+    /// valid in the server encoding as [`message`] makes them.
+    pub fn report(self) -> ! {
+        let mut report = pgrx::pg_sys::panic::ErrorReport::new(
+            self.code,
+            message(&self.message).into_owned(),
+            "simhash_ext",
+        );
+        if let Some(detail) = self.detail {
+            report = report.set_detail(message(&detail));
+        }
+        if let Some(hint) = self.hint {
+            report = report.set_hint(message(&hint));
+        }
+        report.report(pgrx::PgLogLevel::ERROR);
+        unreachable!("an ERROR does not return")
+    }
+}
+
 /// Copies a text into the current memory context, converted to the server encoding.
 fn palloc_server_cstring(text: &str) -> *mut std::ffi::c_char {
     let bytes = crate::text::utf8_to_server(text);

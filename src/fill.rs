@@ -1,9 +1,9 @@
 //! The fingerprints `simhash_attach()` computes for the rows already in a table, in parallel.
 //!
 //! The attach writes each row once: one `ALTER TABLE` rewrite fills the fingerprint column
-//! (`ALTER COLUMN ... TYPE bigint USING simhash_fill_value(tableoid, ctid, <text>, <options>)`) and
+//! (`ALTER COLUMN ... TYPE bigint USING simhash_internal.fill_value(tableoid, ctid, <text>, <options>)`) and
 //! computes the generated band columns from it. A rewrite evaluates that expression in one process;
-//! so first a parallel scan (`simhash_fill_stash()` over a parallel `simhash()`, in the leader above
+//! so first a parallel scan (`simhash_internal.fill_stash()` over a parallel `simhash()`, in the leader above
 //! the Gather) collects the fingerprints of the rows by table and row position, and the rewrite
 //! takes each row's from here. The table is locked against every other writer from before the scan
 //! to after the rewrite, so a row keeps its position and its text; a row not collected (a table
@@ -49,13 +49,13 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
 }
 
 /// Forgets every collected fingerprint.
-#[pg_extern(parallel_unsafe)]
+#[pg_extern(parallel_unsafe, schema = "simhash_internal", name = "fill_reset")]
 fn simhash_fill_reset() {
     STASH.with(|s| *s.borrow_mut() = HashMap::new());
 }
 
 /// Collects the fingerprint of the row at `row` of table `tableoid` (for `simhash_fill_value()`).
-#[pg_extern(parallel_restricted)]
+#[pg_extern(parallel_restricted, schema = "simhash_internal", name = "fill_stash")]
 fn simhash_fill_stash(tableoid: pg_sys::Oid, row: pg_sys::ItemPointerData, fingerprint: Option<i64>) -> bool {
     if !CALLBACK.with(|c| c.replace(true)) {
         unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
@@ -76,7 +76,7 @@ fn simhash_fill_stash(tableoid: pg_sys::Oid, row: pg_sys::ItemPointerData, finge
 /// The fingerprint `simhash(doc, <options>)` of the row at `row` of table `tableoid`: the one
 /// collected by `simhash_fill_stash()`, or else computed.
 #[allow(clippy::too_many_arguments)]
-#[pg_extern(parallel_unsafe)]
+#[pg_extern(parallel_unsafe, schema = "simhash_internal", name = "fill_value")]
 fn simhash_fill_value(
     tableoid: pg_sys::Oid,
     row: pg_sys::ItemPointerData,

@@ -14,6 +14,7 @@ mod deferred;
 mod errors;
 mod fill;
 mod fingerprint;
+mod internal;
 mod leafmap;
 mod partitions;
 mod search;

@@ -336,9 +336,9 @@ unsafe fn list_cells<T>(list: *mut pg_sys::List) -> Vec<*mut T> {
 crate::errors::c_function!(
     /// `simhash_ddl_command_start()`: the extension's event trigger on `ddl_command_start` of ALTER
     /// TABLE. Before `ALTER TABLE parent ATTACH PARTITION t`, gives `t` the columns and fingerprints
-    /// of each attachment of `parent` (`simhash_prepare_partition()`); before `ALTER TABLE t RENAME
+    /// of each attachment of `parent` (`simhash_internal.prepare_partition()`); before `ALTER TABLE t RENAME
     /// COLUMN` of an attached text column, renames the columns derived from it and remakes the
-    /// trigger, and refuses to rename a derived column (`simhash_rename_column()`).
+    /// trigger, and refuses to rename a derived column (`simhash_internal.rename_column()`).
     pg_finfo_simhash_ddl_command_start, simhash_ddl_command_start => ddl_command_start
 );
 
@@ -359,7 +359,6 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     if tree.is_null() {
         return pg_sys::Datum::from(0);
     }
-    let schema = crate::catalog::extension_schema(fcinfo);
     match (*tree).type_ {
         pg_sys::NodeTag::T_AlterTableStmt => {
             let stmt = &*(tree as *mut pg_sys::AlterTableStmt);
@@ -377,8 +376,8 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 let parent = relation_of(stmt.relation);
                 if parent != pg_sys::InvalidOid && partition != pg_sys::InvalidOid {
                     crate::spi::call(
-                        &schema,
-                        "simhash_prepare_partition",
+                        "simhash_internal",
+                        "prepare_partition",
                         &[crate::spi::Arg::Oid(parent), crate::spi::Arg::Oid(partition)],
                     );
                 }
@@ -396,8 +395,8 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             let table = relation_of(stmt.relation);
             if table != pg_sys::InvalidOid {
                 crate::spi::call(
-                    &schema,
-                    "simhash_rename_column",
+                    "simhash_internal",
+                    "rename_column",
                     &[
                         crate::spi::Arg::Oid(table),
                         crate::spi::Arg::Name(stmt.subname),

@@ -736,7 +736,7 @@ unsafe fn distributed_near_duplicates(
     let schema = crate::catalog::extension_schema(fcinfo);
     let relid = (*heap).rd_id;
     let (key, lookup) = crate::spi::connected(|| {
-        let key = RowKey::of(relid, &schema, false);
+        let key = RowKey::of(relid, false);
         let lookup = crate::spi::one_utf8(
             &format!(
                 "SELECT pg_catalog.convert_to({schema}.simhash_near_duplicates_sql($1, {}, {k}, {}), 'UTF8')",

@@ -4,26 +4,18 @@
 
 use pgrx::prelude::*;
 
-/// Splits `pg_trigger.tgargs` (each argument NUL-terminated) into its arguments.
-#[pg_extern(immutable, strict, parallel_safe)]
-fn simhash_trigger_args(tgargs: &[u8]) -> Vec<crate::text::ServerBytes> {
-    // The arguments are in the server encoding, like every catalog name: pass them on untouched.
-    let mut args: Vec<crate::text::ServerBytes> = tgargs
-        .split(|&b| b == 0)
-        .map(|a| crate::text::ServerBytes(a.to_vec()))
-        .collect();
-    if tgargs.last() == Some(&0) {
-        args.pop();
-    }
-    args
-}
-
 // The SQL and PL/pgSQL of attach, detach, the catalog views and the DDL hooks, in install order:
 // each file requires the one before it, and the last is `simhash_tables`, which others require.
 extension_sql_file!(
     "../sql/src/attachment.sql",
     name = "simhash_attachment_sql",
-    requires = ["simhash_trigger", simhash_trigger_args]
+    requires = [
+        "simhash_trigger",
+        simhash_internal::trigger_args,
+        encode_attachment,
+        decode_attachment,
+        object_names
+    ]
 );
 extension_sql_file!(
     "../sql/src/fill.sql",

@@ -305,7 +305,7 @@ mod tests {
     #[pg_test]
     fn trigger_arguments_round_trip() {
         let args = Spi::get_one::<Vec<String>>(
-            "SELECT simhash_trigger_args(convert_to('body', 'UTF8') || '\\x00'::bytea || convert_to('4', 'UTF8') \
+            "SELECT simhash_internal.trigger_args(convert_to('body', 'UTF8') || '\\x00'::bytea || convert_to('4', 'UTF8') \
              || '\\x00'::bytea || convert_to('新闻', 'UTF8') || '\\x00'::bytea)",
         );
         assert_eq!(args, Ok(Some(vec!["body".into(), "4".into(), "新闻".into()])));
@@ -422,8 +422,8 @@ mod tests {
 
     #[pg_test]
     fn sql_and_rust_decode_the_same_attachment() {
-        // Two readers of the trigger's arguments until the PL/pgSQL moves to Rust:
-        // simhash_trigger_attachment() (sql/src/attachment.sql) and Attachment::from_trigger.
+        // SQL reads an attachment through simhash_internal.attachment() (decode_attachment), the
+        // trigger through Attachment::from_trigger: the same decoder, the same names.
         Spi::run("CREATE TABLE att_pair (id int PRIMARY KEY, body text, site int)").unwrap();
         Spi::run(
             "SELECT simhash_attach('att_pair', 'body', max_distance => 5, on_duplicate => 'flag', \
@@ -465,5 +465,48 @@ mod tests {
             6,
             "fingerprint, four bands and the flag column"
         );
+    }
+
+    #[pg_test]
+    fn attachment_encoder_and_decoder_agree() {
+        // Every setting survives encode -> tgargs -> decode, for each kind of attachment.
+        for (call, expected) in [
+            (
+                "'body', 5, 'flag', 'word', 2, 'tf', false, 'none', 'site', false",
+                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|5|flag|body_duplicate_of|word|2|tf|false|none|site|false",
+            ),
+            (
+                "'текст', 16, 'error', 'bigram', 1, 'logtf', true, 'auto', NULL, true",
+                "текст|текст_simhash|текст_band0,текст_band1,текст_band2,текст_band3|16|error||bigram|1|logtf|true|auto||true",
+            ),
+            (
+                "'b', 0, 'none', 'jieba', 1, 'tfidf', true, 'simplified', NULL, false",
+                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|0|none||jieba|1|tfidf|true|simplified||false",
+            ),
+        ] {
+            let decoded = Spi::get_one::<String>(&format!(
+                "SELECT concat_ws('|', d.text_column, d.fingerprint_column, array_to_string(d.band_columns, ','), \
+                 d.max_distance, d.on_duplicate, coalesce(d.flag_column, ''), d.tokenizer, d.shingle, d.weighting, \
+                 d.stopwords, d.fold, coalesce(d.scope_column, ''), d.registry) \
+                 FROM simhash_internal.decode_attachment(simhash_internal.encode_attachment({call})) d"
+            ));
+            assert_eq!(decoded, Ok(Some(expected.to_string())), "{call}");
+        }
+        // Arguments that are not a simhash_trigger()'s decode to no attachment.
+        assert_eq!(
+            Spi::get_one::<i64>(
+                "SELECT count(*) FROM simhash_internal.decode_attachment('\\x626f647900'::bytea)"
+            ),
+            Ok(Some(0))
+        );
+        // to_args is the inverse of from_args for the arguments 0.3.0 wrote.
+        let args: Vec<String> = [
+            "body", "4", "7", "skip", "bigram", "1", "logtf", "true", "auto", "", "registry",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let att = crate::attachment::Attachment::from_args(&args).expect("valid arguments");
+        assert_eq!(att.to_args(), args);
     }
 }

@@ -1,4 +1,4 @@
--- simhash_attach(), simhash_find_attachment() and simhash_detach().
+-- simhash_attach(), simhash_internal.find_attachment() and simhash_detach().
 CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 7,
                                on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'bigram',
                                shingle int DEFAULT 1, weighting text DEFAULT 'logtf',
@@ -22,7 +22,12 @@ DECLARE
   dist_column name;
   unsafe_triggers text;
   scope_type regtype;
-  fp name := text_column || '_simhash';
+  args bytea;
+  att @extschema@.simhash_attachment;
+  existing @extschema@.simhash_attachment;
+  missing text;
+  names record;
+  fp name;
   kind "char";
   is_partition boolean;
   column_type regtype;
@@ -35,19 +40,14 @@ BEGIN
   IF table_name IS NULL OR text_column IS NULL THEN
     RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
   END IF;
-  IF max_distance IS NULL OR max_distance < 0 OR max_distance > 16 THEN
-    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 16',
-      coalesce(max_distance::text, 'NULL') USING ERRCODE = '22023';
-  END IF;
-  IF on_duplicate IS NULL OR on_duplicate NOT IN ('none', 'error', 'skip', 'flag') THEN
-    RAISE EXCEPTION 'invalid value for option "on_duplicate": %; allowed: ''none'', ''error'', ''skip'', ''flag''',
-      coalesce(quote_literal(on_duplicate), 'NULL') USING ERRCODE = '22023';
-  END IF;
-  IF tokenizer IS NULL OR shingle IS NULL OR weighting IS NULL OR stopwords IS NULL OR fold IS NULL THEN
-    RAISE EXCEPTION 'simhash_attach: fingerprint options must not be NULL' USING ERRCODE = '22004';
-  END IF;
-  -- Checks the fingerprint options (raises 22023 naming a bad one).
-  PERFORM @extschema@.simhash('', tokenizer, shingle, weighting, stopwords, fold);
+  -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
+  -- check max_distance, on_duplicate and the fingerprint options (22023, 22004 when NULL), and the
+  -- length of the names derived from the column (42622). The names come from them.
+  args := simhash_internal.encode_attachment(text_column, max_distance, on_duplicate, tokenizer, shingle, weighting,
+                                             stopwords, fold, scope, registry);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
+  fp := att.fingerprint_column;
 
   SELECT c.relkind, c.relispartition INTO kind, is_partition FROM pg_class c WHERE c.oid = table_name;
   IF kind NOT IN ('r', 'p') THEN
@@ -66,7 +66,7 @@ BEGIN
       USING ERRCODE = '42809', HINT = 'Band indexes cannot be built on a foreign table.';
   END IF;
   SELECT d.method, d.distribution_column INTO dist_method, dist_column
-  FROM @extschema@.simhash_distribution(table_name) d;
+  FROM simhash_internal.distribution(table_name) d;
   IF dist_method IS NOT NULL AND dist_method <> 'h' THEN
     RAISE EXCEPTION 'simhash_attach: "%" is a Citus reference table or Citus local table', table_name
       USING ERRCODE = '0A000', HINT = 'Attach an ordinary table or a hash-distributed one (create_distributed_table).';
@@ -114,24 +114,31 @@ BEGIN
     RAISE EXCEPTION 'simhash_attach: column "%" has type %, not text', text_column, column_type
       USING ERRCODE = '42804', HINT = 'Attach a text, varchar or char column.';
   END IF;
-  IF EXISTS (SELECT FROM @extschema@.simhash_attachments() s
-             WHERE s.table_name = simhash_attach.table_name AND s.text_column = simhash_attach.text_column) THEN
+  SELECT s.* INTO existing FROM @extschema@.simhash_attachments() s
+  WHERE s.table_name = simhash_attach.table_name AND s.text_column = simhash_attach.text_column;
+  IF FOUND THEN
+    -- Columns of the attachment dropped by hand (while the event trigger was disabled, or before
+    -- 0.4.0 refused it) break it: detach removes what is left.
+    SELECT string_agg(quote_ident(c), ', ') INTO missing
+    FROM unnest(existing.fingerprint_column || existing.band_columns || existing.flag_column) c
+    WHERE c IS NOT NULL AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = table_name AND a.attname = c
+                                                                     AND a.attnum > 0 AND NOT a.attisdropped);
+    IF missing IS NOT NULL THEN
+      RAISE EXCEPTION 'column "%" of "%" is already attached, but columns it added are gone: %', text_column, table_name, missing
+        USING ERRCODE = '42710', HINT = 'Detach it with simhash_detach(), which removes what is left, and attach it again.';
+    END IF;
     RAISE EXCEPTION 'column "%" of "%" is already attached', text_column, table_name
       USING ERRCODE = '42710', HINT = 'Detach it first with simhash_detach().';
-  END IF;
-  IF octet_length(text_column) > 63 - length('_duplicate_of') THEN
-    RAISE EXCEPTION 'simhash_attach: column name "%" is too long to derive column names from', text_column
-      USING ERRCODE = '42622';
   END IF;
 
   -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
   -- radius of the query's (generalized pigeonhole, src/search.rs).
-  nbands := 4;
+  nbands := cardinality(att.band_columns);
   -- Every name the attach would create is checked before anything changes (a partition has the
   -- columns of its partitioned table, but triggers of its own).
-  wanted := ARRAY[fp] || ARRAY(SELECT (text_column || '_band' || i)::name FROM generate_series(0, nbands - 1) i)
-            || CASE WHEN on_duplicate = 'flag' THEN ARRAY[(text_column || '_duplicate_of')::name] ELSE '{}' END
-            || CASE WHEN registry THEN ARRAY[(text_column || '_registered')::name] ELSE '{}' END;
+  wanted := ARRAY[fp] || att.band_columns
+            || CASE WHEN att.flag_column IS NOT NULL THEN ARRAY[att.flag_column] ELSE '{}' END
+            || CASE WHEN registry THEN ARRAY[names.registered_column::name] ELSE '{}' END;
   SELECT a.attname INTO taken FROM pg_attribute a
   WHERE a.attrelid = table_name AND a.attname = ANY (wanted) AND a.attnum > 0 AND NOT a.attisdropped
   ORDER BY a.attnum LIMIT 1;
@@ -143,33 +150,33 @@ BEGIN
   END IF;
   SELECT t.tgrelid INTO taken_in FROM pg_trigger t
   WHERE t.tgrelid IN (SELECT simhash_attach.table_name UNION ALL SELECT p.relid FROM pg_partition_tree(table_name) p)
-    AND t.tgname = 'simhash_' || text_column
+    AND t.tgname = names.trigger_name
   LIMIT 1;
   IF FOUND THEN
-    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', 'simhash_' || text_column, taken_in
+    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', names.trigger_name, taken_in
       USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
   END IF;
-  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = 'simhash_' || text_column || '$chk') THEN
-    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', 'simhash_' || text_column || '$chk',
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = names.check_trigger_name) THEN
+    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', names.check_trigger_name,
       table_name USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
   END IF;
-  IF on_duplicate = 'flag' AND (SELECT count(*) FROM @extschema@.simhash_primary_key(table_name)) = 1 THEN
-    SELECT p.atttype INTO key_type FROM @extschema@.simhash_primary_key(table_name) p;
+  IF on_duplicate = 'flag' AND (SELECT count(*) FROM simhash_internal.primary_key(table_name)) = 1 THEN
+    SELECT p.atttype INTO key_type FROM simhash_internal.primary_key(table_name) p;
   END IF;
   IF registry THEN
     SELECT n.nspname, c.relname INTO rel_schema, rel_name
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = table_name;
-    IF octet_length(rel_name || '_' || text_column || '_registry_locks') > 63 THEN
+    IF octet_length(names.lock_table) > 63 THEN
       RAISE EXCEPTION 'simhash_attach: table and column names "%", "%" are too long to derive the registry''s names from',
         rel_name, text_column USING ERRCODE = '42622';
     END IF;
-    IF NOT EXISTS (SELECT FROM @extschema@.simhash_primary_key(table_name)) THEN
+    IF NOT EXISTS (SELECT FROM simhash_internal.primary_key(table_name)) THEN
       RAISE EXCEPTION 'simhash_attach: registry => true needs a primary key on "%"', table_name
         USING ERRCODE = '0A000', HINT = 'The registry names the rows it holds by their key.';
     END IF;
-    registry_table := format('%I.%I', rel_schema, rel_name || '_' || text_column || '_registry');
-    lock_table := format('%I.%I', rel_schema, rel_name || '_' || text_column || '_registry_locks');
-    checked_view := format('%I.%I', rel_schema, rel_name || '_' || text_column || '_checked');
+    registry_table := format('%I.%I', rel_schema, names.registry_table);
+    lock_table := format('%I.%I', rel_schema, names.lock_table);
+    checked_view := format('%I.%I', rel_schema, names.checked_view);
     -- The registry files each fingerprint under its k + 1 buckets (simhash_registry_buckets), one
     -- lock row per bucket beside it: both distributed by the bucket's lock key, so a bucket's rows
     -- and its lock row are on one shard. Made before this transaction writes to distributed tables.
@@ -188,16 +195,16 @@ BEGIN
   EXECUTE format('ALTER TABLE %s ADD COLUMN %I bigint', table_name, fp);
   IF dist_method IS NOT NULL THEN
     -- A Citus table: an UPDATE on every shard, then the band columns.
-    PERFORM @extschema@.simhash_fill(table_name, text_column, fp, tokenizer, shingle, weighting, stopwords, fold);
+    PERFORM simhash_internal.fill(table_name, text_column, fp, tokenizer, shingle, weighting, stopwords, fold);
   END IF;
   SELECT string_agg(format('ADD COLUMN %I int GENERATED ALWAYS AS (@extschema@.simhash_band(%I, %s, %s)) STORED',
-                           text_column || '_band' || i, fp, i, nbands), ', ' ORDER BY i)
-  INTO bands FROM generate_series(0, nbands - 1) i;
-  IF on_duplicate = 'flag' THEN
-    bands := bands || format(', ADD COLUMN %I %s', text_column || '_duplicate_of', key_type);
+                           b.name, fp, b.i - 1, nbands), ', ' ORDER BY b.i)
+  INTO bands FROM unnest(att.band_columns) WITH ORDINALITY b(name, i);
+  IF att.flag_column IS NOT NULL THEN
+    bands := bands || format(', ADD COLUMN %I %s', att.flag_column, key_type);
   END IF;
   IF registry THEN
-    bands := bands || format(', ADD COLUMN %I bigint', text_column || '_registered');
+    bands := bands || format(', ADD COLUMN %I bigint', names.registered_column);
   END IF;
   IF dist_method IS NULL THEN
     -- One rewrite of the table (of each partition) writes every row once with its fingerprint and
@@ -207,17 +214,17 @@ BEGIN
     -- The rewrite runs in this process alone: the fingerprints are computed before it by a parallel
     -- scan, and the rewrite takes each row's (simhash_fill_value, src/fill.rs).
     RAISE DEBUG 'simhash_attach: fingerprinting';
-    PERFORM @extschema@.simhash_fill_collect(table_name, text_column, tokenizer, shingle, weighting, stopwords, fold);
-    bands := format('ALTER COLUMN %I TYPE bigint USING @extschema@.simhash_fill_value(tableoid, ctid, %I, %L, %s, %L, %L, %L), ',
+    PERFORM simhash_internal.fill_collect(table_name, text_column, tokenizer, shingle, weighting, stopwords, fold);
+    bands := format('ALTER COLUMN %I TYPE bigint USING simhash_internal.fill_value(tableoid, ctid, %I, %L, %s, %L, %L, %L), ',
                     fp, text_column, tokenizer, shingle, weighting, stopwords, fold) || bands;
   END IF;
   RAISE DEBUG 'simhash_attach: writing fingerprints and bands';
   EXECUTE format('ALTER TABLE %s %s', table_name, bands);
-  PERFORM @extschema@.simhash_fill_reset();
+  PERFORM simhash_internal.fill_reset();
   RAISE DEBUG 'simhash_attach: building band indexes';
-  FOR i IN 0 .. nbands - 1 LOOP
+  FOR i IN 1 .. nbands LOOP
     -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
-    EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, text_column || '_band' || i, fp);
+    EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, att.band_columns[i], fp);
   END LOOP;
   IF dist_method IS NOT NULL THEN
     -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
@@ -225,24 +232,21 @@ BEGIN
     unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
   END IF;
-  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
-                 'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L%s)',
-                 'simhash_' || text_column, table_name, text_column, nbands, max_distance, on_duplicate,
-                 tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold,
-                 CASE WHEN registry THEN ', '''', ''registry''' WHEN scope IS NOT NULL THEN format(', %L', scope)
-                      ELSE '' END);
+  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                 names.trigger_name, table_name,
+                 (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
   IF dist_method IS NOT NULL THEN
     PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
   END IF;
   IF registry THEN
     -- The rows already there: registered, and filed in the registry (their near-duplicates stay).
-    EXECUTE format('UPDATE %s t SET %I = t.%I', table_name, text_column || '_registered', fp);
+    EXECUTE format('UPDATE %s t SET %I = t.%I', table_name, names.registered_column, fp);
     EXECUTE format('INSERT INTO %s (lock_key, part_value, fingerprint, row_key) '
                    'SELECT b.lock_key, b.part_value, t.%I, concat_ws('', '', %s) FROM %s t '
                    'CROSS JOIN LATERAL @extschema@.simhash_registry_buckets(t.%I, %s) b WHERE t.%I IS NOT NULL',
                    registry_table, fp,
                    (SELECT string_agg(format('t.%I::text', k.attname), ', ' ORDER BY k.ord)
-                    FROM @extschema@.simhash_primary_key(table_name) k),
+                    FROM simhash_internal.primary_key(table_name) k),
                    table_name, fp, max_distance, fp);
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
     -- coordinator, in the writer's distributed transaction. The view stays on the coordinator: Citus
@@ -260,8 +264,8 @@ BEGIN
                      default_value.expr);
     END LOOP;
     EXECUTE format('CREATE TRIGGER %I INSTEAD OF INSERT ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION @extschema@.simhash_registry_insert(%L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L)',
-                   'simhash_' || text_column, checked_view, table_name::text, text_column, max_distance, on_duplicate,
+                   'EXECUTE FUNCTION simhash_internal.registry_insert(%L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                   names.trigger_name, checked_view, table_name::text, text_column, max_distance, on_duplicate,
                    tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold,
                    registry_table, lock_table);
     PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
@@ -269,17 +273,16 @@ BEGIN
   IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition AND dist_method IS NULL AND scope IS NULL
      AND NOT registry THEN
     -- The duplicate check of INSERTs, once per statement for all its rows (src/deferred.rs).
-    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION @extschema@.simhash_check_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
-                   'simhash_' || text_column || '$chk', table_name, text_column, nbands, max_distance, on_duplicate,
-                   tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold);
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                   names.check_trigger_name, table_name,
+                   (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
   END IF;
 END
 $$;
 COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean) IS
   'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table (and its partitions)';
 
-CREATE FUNCTION simhash_find_attachment(table_name regclass, text_column name)
+CREATE FUNCTION simhash_internal.find_attachment(table_name regclass, text_column name)
 RETURNS @extschema@.simhash_attachment
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -291,10 +294,10 @@ BEGIN
   -- One read of the catalog: every lookup goes through here. A partition of an attached table is
   -- found through its clone of the trigger, so a lookup can name one partition.
   SELECT array_agg(s) INTO found
-  FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
-  WHERE t.tgrelid = simhash_find_attachment.table_name
+  FROM pg_trigger t CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
+  WHERE t.tgrelid = find_attachment.table_name
     AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure
-    AND (simhash_find_attachment.text_column IS NULL OR s.text_column = simhash_find_attachment.text_column);
+    AND (find_attachment.text_column IS NULL OR s.text_column = find_attachment.text_column);
   matches := coalesce(cardinality(found), 0);
   IF matches = 0 THEN
     RAISE EXCEPTION '% is not attached', CASE WHEN text_column IS NULL THEN format('table "%s"', table_name)
@@ -307,7 +310,7 @@ BEGIN
   RETURN found[1];
 END
 $$;
-COMMENT ON FUNCTION simhash_find_attachment(regclass, name) IS
+COMMENT ON FUNCTION simhash_internal.find_attachment(regclass, name) IS
   'The attachment of a table (and column, when it has several), or an error';
 
 CREATE FUNCTION simhash_detach(table_name regclass, text_column name DEFAULT NULL)
@@ -316,10 +319,11 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  att @extschema@.simhash_attachment := @extschema@.simhash_find_attachment(table_name, text_column);
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  names record;
   rel_schema name;
-  prefix text;
   ddl_propagation text;
+  dropped text;
 BEGIN
   IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
                                         AND t.tgparentid <> 0) THEN
@@ -327,30 +331,36 @@ BEGIN
       USING ERRCODE = '42809', HINT = format('Detach %s: that removes everything from its partitions too.',
                                              pg_partition_root(table_name));
   END IF;
-  IF (SELECT d.method FROM @extschema@.simhash_distribution(att.table_name) d) IS NOT NULL THEN
+  SELECT * INTO names FROM simhash_internal.object_names(att.table_name, att.text_column);
+  IF (SELECT d.method FROM simhash_internal.distribution(att.table_name) d) IS NOT NULL THEN
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
   END IF;
   IF att.registry THEN
     -- The view that writes go through and the registry's tables, named after the table and column.
-    SELECT n.nspname, c.relname || '_' || att.text_column INTO rel_schema, prefix
+    SELECT n.nspname INTO rel_schema
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
     ddl_propagation := current_setting('citus.enable_ddl_propagation');
     PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-    EXECUTE format('DROP VIEW IF EXISTS %I.%I', rel_schema, prefix || '_checked');
+    EXECUTE format('DROP VIEW IF EXISTS %I.%I', rel_schema, names.checked_view);
     PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
-    EXECUTE format('DROP TABLE IF EXISTS %I.%I, %I.%I', rel_schema, prefix || '_registry_locks',
-                   rel_schema, prefix || '_registry');
+    EXECUTE format('DROP TABLE IF EXISTS %I.%I, %I.%I', rel_schema, names.lock_table, rel_schema, names.registry_table);
   END IF;
   -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
   EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
-  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name || '$chk') THEN
-    EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name || '$chk', att.table_name);
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = names.check_trigger_name) THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', names.check_trigger_name, att.table_name);
   END IF;
-  EXECUTE format('ALTER TABLE %s %s, DROP COLUMN %I%s', att.table_name,
-                 (SELECT string_agg(format('DROP COLUMN %I', b), ', ') FROM unnest(att.band_columns) b),
-                 att.fingerprint_column,
-                 CASE WHEN att.flag_column IS NOT NULL THEN format(', DROP COLUMN %I', att.flag_column) ELSE '' END
-                 || CASE WHEN att.registry THEN format(', DROP COLUMN %I', att.text_column || '_registered') ELSE '' END);
+  -- Whatever is left of the columns the attach added: one of them may have been dropped by hand
+  -- (while the event trigger was disabled, or before 0.4.0 refused it).
+  SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attname = att.fingerprint_column, a.attnum)
+  INTO dropped
+  FROM pg_attribute a
+  WHERE a.attrelid = att.table_name AND a.attnum > 0 AND NOT a.attisdropped
+    AND a.attname = ANY (att.fingerprint_column || att.band_columns || att.flag_column
+                         || CASE WHEN att.registry THEN names.registered_column::name END);
+  IF dropped IS NOT NULL THEN
+    EXECUTE format('ALTER TABLE %s %s', att.table_name, dropped);
+  END IF;
 END
 $$;
 COMMENT ON FUNCTION simhash_detach(regclass, name) IS

@@ -1,8 +1,18 @@
 -- The attachment as SQL sees it: its row type, its decoding from a simhash_trigger() trigger's
--- arguments (encoded by src/attachment.rs), and the catalog reads the other functions share.
-COMMENT ON FUNCTION simhash_trigger_args(bytea) IS 'Internal: the arguments of a simhash_trigger() trigger';
+-- arguments (src/attachment.rs, through simhash_internal.decode_attachment), and the catalog reads
+-- the other functions share.
+COMMENT ON SCHEMA simhash_internal IS
+  'simhash_ext: internal helpers of simhash_attach(), simhash_detach() and the triggers; not an API';
+GRANT USAGE ON SCHEMA simhash_internal TO PUBLIC;
+COMMENT ON FUNCTION simhash_internal.trigger_args(bytea) IS 'The arguments of a trigger (pg_trigger.tgargs), as text';
+COMMENT ON FUNCTION simhash_internal.encode_attachment(text, int, text, text, int, text, boolean, text, text, boolean) IS
+  'The trigger arguments (as pg_trigger.tgargs holds them) that record a new attachment; checks its settings';
+COMMENT ON FUNCTION simhash_internal.decode_attachment(bytea) IS
+  'The attachment that trigger arguments record, with its derived column names; no row when they are not a simhash_trigger()''s';
+COMMENT ON FUNCTION simhash_internal.object_names(regclass, text) IS
+  'The triggers, registered column and registry objects an attachment of a column makes (unqualified)';
 
-CREATE FUNCTION simhash_primary_key(table_name regclass)
+CREATE FUNCTION simhash_internal.primary_key(table_name regclass)
 RETURNS TABLE (attname name, atttype text, ord int)
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -14,44 +24,39 @@ AS $$
   WHERE i.indrelid = table_name AND i.indisprimary
   ORDER BY k.ord
 $$;
-COMMENT ON FUNCTION simhash_primary_key(regclass) IS 'The primary key columns of a table, in key order';
+COMMENT ON FUNCTION simhash_internal.primary_key(regclass) IS 'The primary key columns of a table, in key order';
 
 CREATE TYPE simhash_attachment AS (
   table_name regclass, text_column name, fingerprint_column name, band_columns name[], max_distance int,
   on_duplicate text, flag_column name, tokenizer text, shingle int, weighting text, stopwords boolean,
   trigger_name name, fold text, scope_column name, registry boolean);
 
-CREATE FUNCTION simhash_trigger_attachment(t pg_catalog.pg_trigger)
-RETURNS simhash_attachment
-LANGUAGE sql STABLE STRICT PARALLEL SAFE
+CREATE FUNCTION simhash_internal.attachment(table_name regclass, trigger_name name, tgargs bytea)
+RETURNS SETOF @extschema@.simhash_attachment
+LANGUAGE sql STABLE STRICT PARALLEL SAFE ROWS 1
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT t.tgrelid::regclass, a[1]::name, (a[1] || '_simhash')::name,
-         ARRAY(SELECT (a[1] || '_band' || i)::name FROM generate_series(0, a[2]::int - 1) i),
-         a[3]::int, a[4], CASE WHEN a[4] = 'flag' THEN (a[1] || '_duplicate_of')::name END,
-         a[5], a[6]::int, a[7], a[8]::boolean, t.tgname,
-         -- Triggers made before 0.3.0 have no fold argument: 'auto', which folds none of their weightings.
-         coalesce(a[9], 'auto'),
-         -- Only a scoped or registry attachment has a tenth argument: the column whose value scopes
-         -- duplicate checks (or ''), and only a registry attachment an eleventh: 'registry'.
-         nullif(a[10], '')::name, coalesce(a[11] = 'registry', false)
-  FROM (SELECT @extschema@.simhash_trigger_args(t.tgargs) AS a) x
+  SELECT table_name, d.text_column::name, d.fingerprint_column::name, d.band_columns::name[], d.max_distance,
+         d.on_duplicate, d.flag_column::name, d.tokenizer, d.shingle, d.weighting, d.stopwords, trigger_name, d.fold,
+         d.scope_column::name, d.registry
+  FROM simhash_internal.decode_attachment(tgargs) d
 $$;
-COMMENT ON FUNCTION simhash_trigger_attachment(pg_trigger) IS 'Internal: the attachment a simhash_trigger() trigger records';
+COMMENT ON FUNCTION simhash_internal.attachment(regclass, name, bytea) IS
+  'The attachment that a trigger of a table records (none when its arguments are not a simhash_trigger()''s)';
 
 CREATE FUNCTION simhash_attachments()
 RETURNS SETOF simhash_attachment
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT s.* FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
+  SELECT s.* FROM pg_trigger t CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
   WHERE t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure
     -- The partitions of an attached partitioned table carry clones of its trigger: not attachments of their own.
     AND t.tgparentid = 0
 $$;
 COMMENT ON FUNCTION simhash_attachments() IS 'Every text column attached with simhash_attach(), with its settings';
 
-CREATE FUNCTION simhash_distribution(table_name regclass, OUT method "char", OUT distribution_column name)
+CREATE FUNCTION simhash_internal.distribution(table_name regclass, OUT method "char", OUT distribution_column name)
 LANGUAGE plpgsql STABLE STRICT
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -66,5 +71,5 @@ BEGIN
   END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_distribution(regclass) IS
+COMMENT ON FUNCTION simhash_internal.distribution(regclass) IS
   'The Citus distribution method (''h'': hash-distributed) and column of a table; NULL for a table Citus does not manage';

@@ -1,6 +1,6 @@
 -- What keeps an attachment working through ALTER TABLE ... ATTACH PARTITION and RENAME COLUMN
 -- (src/partitions.rs).
-CREATE FUNCTION simhash_prepare_partition(parent regclass, partition regclass)
+CREATE FUNCTION simhash_internal.prepare_partition(parent regclass, partition regclass)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -13,7 +13,7 @@ DECLARE
   b name;
 BEGIN
   SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = partition;
-  FOR att IN SELECT s.* FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
+  FOR att IN SELECT s.* FROM pg_trigger t CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
              WHERE t.tgrelid = parent AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure LOOP
     IF kind NOT IN ('r', 'p') THEN
       RAISE EXCEPTION 'simhash_ext: cannot attach "%" as a partition of "%", whose column "%" is attached',
@@ -59,15 +59,15 @@ BEGIN
     END IF;
     -- Its rows get the fingerprints the trigger would have given them (rows written while it was
     -- not a partition included).
-    PERFORM @extschema@.simhash_fill(partition, att.text_column, att.fingerprint_column, att.tokenizer, att.shingle,
-                                     att.weighting, att.stopwords, att.fold);
+    PERFORM simhash_internal.fill(partition, att.text_column, att.fingerprint_column, att.tokenizer, att.shingle,
+                                  att.weighting, att.stopwords, att.fold);
   END LOOP;
 END
 $$;
-COMMENT ON FUNCTION simhash_prepare_partition(regclass, regclass) IS
-  'Internal: gives a table about to become a partition of an attached table the columns and fingerprints it needs';
+COMMENT ON FUNCTION simhash_internal.prepare_partition(regclass, regclass) IS
+  'Gives a table about to become a partition of an attached table the columns and fingerprints it needs';
 
-CREATE FUNCTION simhash_rename_column(table_name regclass, old_name name, new_name name)
+CREATE FUNCTION simhash_internal.rename_column(table_name regclass, old_name name, new_name name)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -77,13 +77,16 @@ DECLARE
   trig record;
   enabled "char";
   renamed name[];
-  wanted name[];
+  args text[];
+  wanted text[];
+  old_names record;
+  new_names record;
   taken name;
   i int;
 BEGIN
-  FOR trig IN SELECT s AS att, t.tgparentid <> 0 AS clone
-              FROM pg_trigger t CROSS JOIN LATERAL @extschema@.simhash_trigger_attachment(t) s
-              WHERE t.tgrelid = simhash_rename_column.table_name
+  FOR trig IN SELECT s AS att, t.tgparentid <> 0 AS clone, t.tgargs
+              FROM pg_trigger t CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
+              WHERE t.tgrelid = rename_column.table_name
                 AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure LOOP
     att := trig.att;
     renamed := att.fingerprint_column || att.band_columns || att.flag_column;
@@ -95,17 +98,24 @@ BEGIN
     END IF;
     -- A partition's columns are inherited: PostgreSQL refuses to rename them there.
     CONTINUE WHEN old_name <> att.text_column OR trig.clone OR new_name = old_name;
-    IF (SELECT d.method FROM @extschema@.simhash_distribution(table_name) d) IS NOT NULL THEN
+    IF (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
       RAISE EXCEPTION 'cannot rename attached column "%" of distributed table "%"', old_name, table_name
         USING ERRCODE = '0A000',
               HINT = 'Detach it with simhash_detach(), rename it, and attach it again.';
     END IF;
-    IF octet_length(new_name) > 63 - length('_duplicate_of') THEN
+    -- The same arguments with the new text column: the names derived from them are the new names.
+    args := simhash_internal.trigger_args(trig.tgargs);
+    args[1] := new_name;
+    SELECT array_remove(ARRAY[d.fingerprint_column] || d.band_columns || d.flag_column, NULL) INTO wanted
+    FROM simhash_internal.decode_attachment(
+           (SELECT string_agg(convert_to(a, getdatabaseencoding()) || '\x00'::bytea, ''::bytea ORDER BY n)
+            FROM unnest(args) WITH ORDINALITY u(a, n))) d;
+    SELECT * INTO old_names FROM simhash_internal.object_names(table_name, old_name);
+    SELECT * INTO new_names FROM simhash_internal.object_names(table_name, new_name);
+    IF EXISTS (SELECT FROM unnest(wanted) w WHERE octet_length(w) > 63) THEN
       RAISE EXCEPTION 'cannot rename attached column "%" to "%": the name is too long to derive column names from',
         old_name, new_name USING ERRCODE = '42622';
     END IF;
-    wanted := ARRAY(SELECT (new_name || substr(r, length(old_name) + 1))::name FROM unnest(renamed) WITH ORDINALITY u(r, n)
-                    WHERE r IS NOT NULL ORDER BY n);
     SELECT a.attname INTO taken FROM pg_attribute a
     WHERE a.attrelid = table_name AND a.attname = ANY (wanted) AND a.attnum > 0 AND NOT a.attisdropped
     ORDER BY a.attnum LIMIT 1;
@@ -116,9 +126,9 @@ BEGIN
               HINT = format('The columns %s follow column %I; rename or drop column %I first, or pick another name.',
                             array_to_string(renamed, ', '), old_name, taken);
     END IF;
-    IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = 'simhash_' || new_name) THEN
+    IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = new_names.trigger_name) THEN
       RAISE EXCEPTION 'cannot rename attached column "%" to "%": trigger "%" for relation "%" already exists',
-        old_name, new_name, 'simhash_' || new_name, table_name
+        old_name, new_name, new_names.trigger_name, table_name
         USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
     END IF;
     FOR i IN 1 .. cardinality(wanted) LOOP
@@ -127,33 +137,27 @@ BEGIN
     -- The trigger's arguments name the text column: it is made again with the new name.
     SELECT t.tgenabled INTO enabled FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name;
     EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, table_name);
-    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION @extschema@.simhash_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L%s)',
-                   'simhash_' || new_name, table_name, new_name, cardinality(att.band_columns), att.max_distance,
-                   att.on_duplicate, att.tokenizer, att.shingle, att.weighting,
-                   CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold,
-                   CASE WHEN att.scope_column IS NOT NULL THEN format(', %L', att.scope_column) ELSE '' END);
+    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                   new_names.trigger_name, table_name, (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
     IF enabled = 'D' THEN
-      EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name);
+      EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.trigger_name);
     END IF;
     SELECT t.tgenabled INTO enabled FROM pg_trigger t
-    WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name || '$chk';
+    WHERE t.tgrelid = table_name AND t.tgname = old_names.check_trigger_name;
     IF FOUND THEN
-      EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name || '$chk', table_name);
-      EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW '
-                     'EXECUTE FUNCTION @extschema@.simhash_check_trigger(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
-                     'simhash_' || new_name || '$chk', table_name, new_name, cardinality(att.band_columns),
-                     att.max_distance, att.on_duplicate, att.tokenizer, att.shingle, att.weighting,
-                     CASE WHEN att.stopwords THEN 'true' ELSE 'false' END, att.fold);
+      EXECUTE format('DROP TRIGGER %I ON %s', old_names.check_trigger_name, table_name);
+      EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                     new_names.check_trigger_name, table_name,
+                     (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
       IF enabled = 'D' THEN
-        EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, 'simhash_' || new_name || '$chk');
+        EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.check_trigger_name);
       END IF;
     END IF;
   END LOOP;
 END
 $$;
-COMMENT ON FUNCTION simhash_rename_column(regclass, name, name) IS
-  'Internal: before an attached text column is renamed, renames the columns derived from it and remakes its trigger';
+COMMENT ON FUNCTION simhash_internal.rename_column(regclass, name, name) IS
+  'Before an attached text column is renamed, renames the columns derived from it and remakes its trigger';
 
 CREATE FUNCTION simhash_ddl_command_start() RETURNS event_trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_ddl_command_start';
 COMMENT ON FUNCTION simhash_ddl_command_start() IS

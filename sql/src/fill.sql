@@ -1,5 +1,5 @@
 -- Fingerprinting the rows already in a table when it is attached or becomes a partition (src/fill.rs).
-CREATE FUNCTION simhash_fill(table_name regclass, text_column name, fingerprint_column name, tokenizer text,
+CREATE FUNCTION simhash_internal.fill(table_name regclass, text_column name, fingerprint_column name, tokenizer text,
                              shingle int, weighting text, stopwords boolean, fold text)
 RETURNS void
 LANGUAGE plpgsql
@@ -12,7 +12,7 @@ AS $$
 DECLARE
   leaf regclass;
 BEGIN
-  IF (SELECT d.method FROM @extschema@.simhash_distribution(table_name) d) IS NOT NULL THEN
+  IF (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
     -- A Citus table: one UPDATE that Citus runs on every shard (the fingerprint is computed there).
     EXECUTE format('UPDATE %s t SET %I = @extschema@.simhash(t.%I, %L, %s, %L, %L, %L)',
                    table_name, fingerprint_column, text_column, tokenizer, shingle, weighting, stopwords, fold);
@@ -34,10 +34,10 @@ BEGIN
   END LOOP;
 END
 $$;
-COMMENT ON FUNCTION simhash_fill(regclass, name, name, text, int, text, boolean, text) IS
-  'Internal: sets the fingerprint column of every row of a table (or of its partitions) that lacks the right one';
+COMMENT ON FUNCTION simhash_internal.fill(regclass, name, name, text, int, text, boolean, text) IS
+  'Sets the fingerprint column of every row of a table (or of its partitions) that lacks the right one';
 
-CREATE FUNCTION simhash_fill_collect(table_name regclass, text_column name, tokenizer text, shingle int,
+CREATE FUNCTION simhash_internal.fill_collect(table_name regclass, text_column name, tokenizer text, shingle int,
                                      weighting text, stopwords boolean, fold text)
 RETURNS void
 LANGUAGE plpgsql
@@ -53,7 +53,7 @@ DECLARE
   estimate float8;
   budget float8;
 BEGIN
-  PERFORM @extschema@.simhash_fill_reset();
+  PERFORM simhash_internal.fill_reset();
   -- Without parallel workers the rewrite is as fast: it fingerprints every row itself.
   IF current_setting('max_parallel_workers_per_gather')::int = 0 THEN
     RETURN;
@@ -69,17 +69,17 @@ BEGIN
       ORDER BY 2 DESC LOOP
     CONTINUE WHEN estimate > budget;
     budget := budget - estimate;
-    -- simhash() in the workers, simhash_fill_stash() (parallel restricted) in the leader above them.
-    EXECUTE format('SELECT count(@extschema@.simhash_fill_stash(s.tableoid, s.ctid, s.fp)) '
+    -- simhash() in the workers, fill_stash() (parallel restricted) in the leader above them.
+    EXECUTE format('SELECT count(simhash_internal.fill_stash(s.tableoid, s.ctid, s.fp)) '
                    'FROM (SELECT tableoid, ctid, @extschema@.simhash(%I, %L, %s, %L, %L, %L) AS fp FROM ONLY %s OFFSET 0) s',
                    text_column, tokenizer, shingle, weighting, stopwords, fold, leaf);
   END LOOP;
 END
 $$;
-COMMENT ON FUNCTION simhash_fill_collect(regclass, name, text, int, text, boolean, text) IS
-  'Internal: fingerprints the rows of a table (or of its partitions) with a parallel scan, for simhash_fill_value()';
-COMMENT ON FUNCTION simhash_fill_reset() IS 'Internal: forgets the fingerprints collected by simhash_fill_stash()';
-COMMENT ON FUNCTION simhash_fill_stash(oid, tid, bigint) IS
-  'Internal: collects the fingerprint of a row for simhash_fill_value() (until the end of the transaction)';
-COMMENT ON FUNCTION simhash_fill_value(oid, tid, text, text, int, text, boolean, text) IS
-  'Internal: the fingerprint of a row, as collected by simhash_fill_stash() or else computed like simhash()';
+COMMENT ON FUNCTION simhash_internal.fill_collect(regclass, name, text, int, text, boolean, text) IS
+  'Fingerprints the rows of a table (or of its partitions) with a parallel scan, for fill_value()';
+COMMENT ON FUNCTION simhash_internal.fill_reset() IS 'Forgets the fingerprints collected by fill_stash()';
+COMMENT ON FUNCTION simhash_internal.fill_stash(oid, tid, bigint) IS
+  'Collects the fingerprint of a row for fill_value() (until the end of the transaction)';
+COMMENT ON FUNCTION simhash_internal.fill_value(oid, tid, text, text, int, text, boolean, text) IS
+  'The fingerprint of a row, as collected by fill_stash() or else computed like simhash()';

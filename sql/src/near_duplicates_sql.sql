@@ -7,7 +7,7 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  att @extschema@.simhash_attachment := @extschema@.simhash_find_attachment(table_name, text_column);
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
   k int := coalesce(max_distance, att.max_distance);
   nbands int := cardinality(att.band_columns);
   branches text[] := '{}';
@@ -16,14 +16,12 @@ DECLARE
   condition text := CASE WHEN filter IS NULL THEN '' ELSE format(' AND (%s)', filter) END;
   p record;
 BEGIN
-  IF k < 0 OR k > 64 THEN
-    RAISE EXCEPTION 'invalid value for option "max_distance": %; allowed: an integer from 0 to 64', k
-      USING ERRCODE = '22023';
-  END IF;
+  -- Checks k as lookups do (22023), even when there is no fingerprint to look up.
+  PERFORM @extschema@.simhash_probes(0, k, nbands);
   IF fingerprint IS NULL THEN
     RETURN NULL;
   END IF;
-  IF (SELECT d.method FROM @extschema@.simhash_distribution(att.table_name) d) IS NOT NULL THEN
+  IF (SELECT d.method FROM simhash_internal.distribution(att.table_name) d) IS NOT NULL THEN
     -- A Citus table: one query on the table that Citus runs on every shard as it is, where the
     -- probes of all bands are one OR of band conditions (a BitmapOr of the band indexes). Every row
     -- within k has a band within its radius, so the OR misses none, and each row comes once.

@@ -1,5 +1,5 @@
 -- The INSTEAD OF INSERT trigger of the view of a Citus table attached with registry => true.
-CREATE FUNCTION simhash_registry_insert()
+CREATE FUNCTION simhash_internal.registry_insert()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -27,7 +27,7 @@ BEGIN
                  TG_ARGV[6], TG_ARGV[7], TG_ARGV[8])
     INTO fp USING NEW;
   SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord), string_agg(format('($1).%I::text', p.attname), ', ' ORDER BY p.ord)
-  INTO key_columns, columns FROM @extschema@.simhash_primary_key(base) p;
+  INTO key_columns, columns FROM simhash_internal.primary_key(base) p;
   EXECUTE format('SELECT concat_ws('', '', %s)', columns) INTO row_key USING NEW;
   IF fp IS NOT NULL THEN
     SELECT array_agg(b.lock_key ORDER BY b.lock_key), array_agg(b.part_value ORDER BY b.lock_key)
@@ -74,5 +74,5 @@ BEGIN
   RETURN NEW;
 END
 $$;
-COMMENT ON FUNCTION simhash_registry_insert() IS
-  'Internal: the INSTEAD OF INSERT trigger of the view of a distributed table attached with registry => true';
+COMMENT ON FUNCTION simhash_internal.registry_insert() IS
+  'The INSTEAD OF INSERT trigger of the view of a distributed table attached with registry => true';

@@ -1,7 +1,7 @@
 -- What simhash_attach() stores for the rows already there (issue 10): one table rewrite fills the
 -- fingerprint column and the generated band columns, with fingerprints collected by a parallel scan
--- (simhash_fill_collect/simhash_fill_stash) or, past the memory budget or without parallel workers,
--- computed by the rewrite (simhash_fill_value). Every row's stored fingerprint must equal simhash()
+-- (simhash_internal.fill_collect/fill_stash) or, past the memory budget or without parallel workers,
+-- computed by the rewrite (simhash_internal.fill_value). Every row's stored fingerprint must equal simhash()
 -- of its text with the attached options and every band simhash_band() of it: plain tables, NULL and
 -- featureless texts, varchar, other options, a partitioned tree whose leaves are collected or not,
 -- modes, re-attach, rollback; and the table is written once (no dead row versions left behind).
@@ -104,16 +104,16 @@ SELECT tgname FROM pg_trigger WHERE tgrelid = 'items'::regclass ORDER BY 1;
 -- 5. The collected fingerprints live until the end of the transaction, and only a collected row's
 -- is taken: any other is computed as simhash() computes it.
 BEGIN;
-SELECT simhash_fill_stash('items'::regclass, '(0,1)', 42);
-SELECT simhash_fill_value('items'::regclass, '(0,1)', 'any text', 'bigram', 1, 'logtf', true, 'auto') AS collected;
-SELECT simhash_fill_value('items'::regclass, '(0,2)', 'any text', 'bigram', 1, 'logtf', true, 'auto')
+SELECT simhash_internal.fill_stash('items'::regclass, '(0,1)', 42);
+SELECT simhash_internal.fill_value('items'::regclass, '(0,1)', 'any text', 'bigram', 1, 'logtf', true, 'auto') AS collected;
+SELECT simhash_internal.fill_value('items'::regclass, '(0,2)', 'any text', 'bigram', 1, 'logtf', true, 'auto')
        = simhash('any text') AS computed;
-SELECT simhash_fill_value('docs'::regclass, '(0,1)', 'any text', 'bigram', 1, 'logtf', true, 'auto')
+SELECT simhash_internal.fill_value('docs'::regclass, '(0,1)', 'any text', 'bigram', 1, 'logtf', true, 'auto')
        = simhash('any text') AS other_table_computed;
 COMMIT;
-SELECT simhash_fill_value('items'::regclass, '(0,1)', 'any text', 'bigram', 1, 'logtf', true, 'auto')
+SELECT simhash_internal.fill_value('items'::regclass, '(0,1)', 'any text', 'bigram', 1, 'logtf', true, 'auto')
        = simhash('any text') AS forgotten_at_commit;
-SELECT simhash_fill_value('items'::regclass, '(0,1)', NULL, 'bigram', 1, 'logtf', true, 'auto') AS null_text;
+SELECT simhash_internal.fill_value('items'::regclass, '(0,1)', NULL, 'bigram', 1, 'logtf', true, 'auto') AS null_text;
 
 DROP TABLE docs, notes, posts, items;
 DROP EXTENSION pgstattuple;

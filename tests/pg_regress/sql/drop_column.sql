@@ -16,3 +16,19 @@ ORDER BY attnum;
 ALTER TABLE drop_column ADD COLUMN body_band2 int;
 ALTER TABLE drop_column DROP COLUMN body_band2;
 DROP TABLE drop_column;
+-- A derived column dropped while the event trigger was disabled (or before 0.4.0 refused it):
+-- attach says what is wrong, and detach removes what is left.
+CREATE TABLE broken (id int PRIMARY KEY, body text);
+SELECT simhash_attach('broken', 'body', on_duplicate => 'error');
+ALTER EVENT TRIGGER simhash_ddl_command_start DISABLE;
+ALTER TABLE broken DROP COLUMN body_band2;
+ALTER EVENT TRIGGER simhash_ddl_command_start ENABLE;
+SELECT simhash_attach('broken', 'body');
+SELECT simhash_detach('broken', 'body');
+SELECT attname FROM pg_attribute WHERE attrelid = 'broken'::regclass AND attnum > 0 AND NOT attisdropped
+ORDER BY attnum;
+SELECT tgname FROM pg_trigger WHERE tgrelid = 'broken'::regclass;
+SELECT simhash_attach('broken', 'body', on_duplicate => 'error');
+INSERT INTO broken VALUES (1, 'the quick brown fox jumps over the lazy dog again and again');
+INSERT INTO broken VALUES (2, 'the quick brown fox jumps over the lazy dog again and again');
+DROP TABLE broken;

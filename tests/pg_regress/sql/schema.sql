@@ -6,13 +6,13 @@ SET search_path = public;
 SELECT dedup.simhash('abc', tokenizer => 'char', stopwords => false) AS fp,
        dedup.hamming(dedup.simhash('今天天气很好'), dedup.simhash('今天天气很好！')) AS distance,
        dedup.simhash_bands(dedup.simhash('abc')) IS NOT NULL AS bands;
-SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments,
+SELECT p.pronamespace::regnamespace AS schema, p.proname, pg_get_function_identity_arguments(p.oid) AS arguments,
        pg_get_function_result(p.oid) AS result,
        p.provolatile AS volatility, p.proisstrict AS strict, p.proparallel AS parallel
 FROM pg_proc p
 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_ext'
-ORDER BY p.proname, 2;
+ORDER BY 1, 2, 3;
 -- Usable in a generated column and an expression index.
 CREATE TABLE posts (id int PRIMARY KEY, body text,
                     fp bigint GENERATED ALWAYS AS (dedup.simhash(body)) STORED);
@@ -38,3 +38,19 @@ DROP TABLE articles;
 DROP EXTENSION simhash_ext;
 DROP SCHEMA dedup;
 CREATE EXTENSION simhash_ext;
+-- A table owner who is not a superuser attaches, writes and detaches: the helpers in schema
+-- simhash_internal run as the caller, who may use the schema and call them.
+CREATE ROLE simhash_owner LOGIN;
+CREATE TABLE owned (id int PRIMARY KEY, body text);
+ALTER TABLE owned OWNER TO simhash_owner;
+SET ROLE simhash_owner;
+SELECT simhash_attach('owned', 'body', on_duplicate => 'error');
+INSERT INTO owned VALUES (1, 'the quick brown fox jumps over the lazy dog again and again');
+INSERT INTO owned VALUES (2, 'the quick brown fox jumps over the lazy dog again and again!');
+SELECT count(*) FROM simhash_pairs('owned');
+ALTER TABLE owned RENAME COLUMN body TO content;
+SELECT text_column, trigger_name FROM simhash_attachments() WHERE table_name = 'owned'::regclass;
+SELECT simhash_detach('owned');
+RESET ROLE;
+DROP TABLE owned;
+DROP ROLE simhash_owner;

@@ -1,0 +1,181 @@
+//! Schema `simhash_internal`: what the PL/pgSQL of `sql/src/*.sql` calls and users do not (see
+//! docs/ARCHITECTURE.md §1.3). Here, the attachment's one encoder and decoder for SQL: attach writes
+//! a trigger's arguments with [`encode_attachment`], every SQL reader decodes them with
+//! [`decode_attachment`], and both go through [`Attachment`], as the trigger, lookups and dedup do.
+
+// The schema is made by pgrx (`CREATE SCHEMA IF NOT EXISTS`, which fails in an extension script
+// when a schema of that name exists and is not the extension's); sql/src/attachment.sql comments
+// it and lets PUBLIC use it: its functions run as the caller of simhash_attach() and the others.
+#[pgrx::pg_schema]
+mod simhash_internal {
+    use pgrx::prelude::*;
+
+    use crate::attachment::{Attachment, OptionNames};
+    use crate::catalog::{cstr_utf8, RegClass};
+    use crate::text::{server_to_utf8_lossy, utf8_to_server, ServerBytes, ServerText};
+
+    /// The arguments stored in `pg_trigger.tgargs` (each NUL-terminated), in the server encoding.
+    fn split_args(tgargs: &[u8]) -> Vec<&[u8]> {
+        let mut args: Vec<&[u8]> = tgargs.split(|&b| b == 0).collect();
+        if tgargs.last() == Some(&0) {
+            args.pop();
+        }
+        args
+    }
+
+    /// Splits `pg_trigger.tgargs` into its arguments, passed on untouched (in the server encoding, like
+    /// every catalog name): what `CREATE TRIGGER` is given again when a trigger is remade.
+    #[pg_extern(
+        immutable,
+        strict,
+        parallel_safe,
+        schema = "simhash_internal",
+        name = "trigger_args"
+    )]
+    fn trigger_args(tgargs: &[u8]) -> Vec<ServerBytes> {
+        split_args(tgargs)
+            .into_iter()
+            .map(|a| ServerBytes(a.to_vec()))
+            .collect()
+    }
+
+    /// The trigger arguments (as `tgargs` holds them) of a new attachment with these settings, or the
+    /// error naming the first bad setting: `max_distance`, `on_duplicate`, then the fingerprint options
+    /// (22023, or 22004 when NULL), then a column name too long to derive names from (42622).
+    #[allow(clippy::too_many_arguments)]
+    #[pg_extern(
+        immutable,
+        parallel_safe,
+        schema = "simhash_internal",
+        name = "encode_attachment"
+    )]
+    fn encode_attachment(
+        text_column: &str,
+        max_distance: Option<i32>,
+        on_duplicate: Option<&str>,
+        tokenizer: Option<&str>,
+        shingle: Option<i32>,
+        weighting: Option<&str>,
+        stopwords: Option<bool>,
+        fold: Option<&str>,
+        scope: Option<&str>,
+        registry: Option<bool>,
+    ) -> Vec<u8> {
+        let option_names = (|| {
+            Some(OptionNames {
+                tokenizer: tokenizer?.to_string(),
+                shingle: shingle?,
+                weighting: weighting?.to_string(),
+                stopwords: stopwords?,
+                fold: fold?.to_string(),
+            })
+        })();
+        let att = Attachment::new(
+            text_column,
+            max_distance,
+            on_duplicate,
+            option_names,
+            scope,
+            registry.unwrap_or(false),
+        )
+        .unwrap_or_else(|e| e.report());
+        let mut tgargs = Vec::new();
+        for arg in att.to_args() {
+            tgargs.extend_from_slice(&utf8_to_server(&arg));
+            tgargs.push(0);
+        }
+        tgargs
+    }
+
+    /// The attachment a `simhash_trigger()` trigger's arguments record, with the names of the columns
+    /// derived from it; no row when they are not a simhash_trigger()'s.
+    #[pg_extern(
+        immutable,
+        strict,
+        parallel_safe,
+        schema = "simhash_internal",
+        name = "decode_attachment"
+    )]
+    fn decode_attachment(
+        tgargs: &[u8],
+    ) -> TableIterator<
+        'static,
+        (
+            name!(text_column, ServerText),
+            name!(fingerprint_column, ServerText),
+            name!(band_columns, Vec<ServerText>),
+            name!(max_distance, i32),
+            name!(on_duplicate, String),
+            name!(flag_column, Option<ServerText>),
+            name!(tokenizer, String),
+            name!(shingle, i32),
+            name!(weighting, String),
+            name!(stopwords, bool),
+            name!(fold, String),
+            name!(scope_column, Option<ServerText>),
+            name!(registry, bool),
+        ),
+    > {
+        let args: Vec<String> = split_args(tgargs).into_iter().map(server_to_utf8_lossy).collect();
+        let row = Attachment::from_args(&args).map(|att| {
+            let o = att.option_names.clone();
+            (
+                ServerText(att.text_column.clone()),
+                ServerText(att.fingerprint_column()),
+                (0..att.nbands).map(|b| ServerText(att.band_column(b))).collect(),
+                att.max_distance,
+                att.mode.name().to_string(),
+                (att.mode == crate::attachment::Mode::Flag).then(|| ServerText(att.flag_column())),
+                o.tokenizer,
+                o.shingle,
+                o.weighting,
+                o.stopwords,
+                o.fold,
+                att.scope_column.clone().map(ServerText),
+                att.registry,
+            )
+        });
+        TableIterator::new(row)
+    }
+
+    /// The names of the objects an attachment of `text_column` of `table_name` makes besides its
+    /// columns: its triggers, and for `registry => true` the registered-fingerprint column and the
+    /// registry's tables and view (in the table's schema, unqualified, unquoted, maybe over 63 bytes).
+    #[pg_extern(
+        stable,
+        strict,
+        parallel_safe,
+        schema = "simhash_internal",
+        name = "object_names"
+    )]
+    fn object_names(
+        table_name: RegClass,
+        text_column: &str,
+    ) -> TableIterator<
+        'static,
+        (
+            name!(trigger_name, ServerText),
+            name!(check_trigger_name, ServerText),
+            name!(registered_column, ServerText),
+            name!(registry_table, ServerText),
+            name!(lock_table, ServerText),
+            name!(checked_view, ServerText),
+        ),
+    > {
+        let relname = unsafe { pg_sys::get_rel_name(table_name.0) };
+        let table = if relname.is_null() {
+            String::new()
+        } else {
+            unsafe { cstr_utf8(relname) }
+        };
+        let att = Attachment::named(text_column);
+        TableIterator::once((
+            ServerText(att.trigger_name()),
+            ServerText(att.check_trigger_name()),
+            ServerText(att.registered_column()),
+            ServerText(att.registry_table(&table)),
+            ServerText(att.lock_table(&table)),
+            ServerText(att.checked_view(&table)),
+        ))
+    }
+}
