@@ -1,5 +1,5 @@
 //! Schema `simhash_internal`: what the PL/pgSQL of `sql/src/*.sql` calls and users do not (see
-//! docs/ARCHITECTURE.md §1.3). Here, the attachment's one encoder and decoder for SQL: attach writes
+//! docs/ARCHITECTURE.md §6.2, §6.10). Here, the attachment's one encoder and decoder for SQL: attach writes
 //! a trigger's arguments with [`encode_attachment`], every SQL reader decodes them with
 //! [`decode_attachment`], and both go through [`Attachment`], as the trigger, lookups and dedup do.
 
@@ -12,7 +12,7 @@ mod simhash_internal {
 
     use crate::attachment::{Attachment, OptionNames};
     use crate::catalog::{cstr_utf8, RegClass};
-    use crate::text::{server_to_utf8_lossy, utf8_to_server, ServerBytes, ServerText};
+    use crate::text::{server_to_utf8_lossy, utf8_to_server, ServerBytes, ServerText, Text};
 
     /// The arguments stored in `pg_trigger.tgargs` (each NUL-terminated), in the server encoding.
     fn split_args(tgargs: &[u8]) -> Vec<&[u8]> {
@@ -25,14 +25,9 @@ mod simhash_internal {
 
     /// Splits `pg_trigger.tgargs` into its arguments, passed on untouched (in the server encoding, like
     /// every catalog name): what `CREATE TRIGGER` is given again when a trigger is remade.
-    #[pg_extern(
-        immutable,
-        strict,
-        parallel_safe,
-        schema = "simhash_internal",
-        name = "trigger_args"
-    )]
-    fn trigger_args(tgargs: &[u8]) -> Vec<ServerBytes> {
+    /// Its Rust name is 0.3.0's: that version's SQL calls this symbol until `ALTER EXTENSION ... UPDATE`.
+    #[pg_extern(immutable, strict, parallel_safe, name = "trigger_args")]
+    fn simhash_trigger_args(tgargs: &[u8]) -> Vec<ServerBytes> {
         split_args(tgargs)
             .into_iter()
             .map(|a| ServerBytes(a.to_vec()))
@@ -43,39 +38,36 @@ mod simhash_internal {
     /// error naming the first bad setting: `max_distance`, `on_duplicate`, then the fingerprint options
     /// (22023, or 22004 when NULL), then a column name too long to derive names from (42622).
     #[allow(clippy::too_many_arguments)]
-    #[pg_extern(
-        immutable,
-        parallel_safe,
-        schema = "simhash_internal",
-        name = "encode_attachment"
-    )]
+    #[pg_extern(immutable, parallel_safe, name = "encode_attachment")]
     fn encode_attachment(
-        text_column: &str,
+        text_column: Text,
         max_distance: Option<i32>,
-        on_duplicate: Option<&str>,
-        tokenizer: Option<&str>,
+        on_duplicate: Option<Text>,
+        tokenizer: Option<Text>,
         shingle: Option<i32>,
-        weighting: Option<&str>,
+        weighting: Option<Text>,
         stopwords: Option<bool>,
-        fold: Option<&str>,
-        scope: Option<&str>,
+        fold: Option<Text>,
+        scope: Option<Text>,
         registry: Option<bool>,
     ) -> Vec<u8> {
+        // Names and option values arrive in the server encoding.
+        let utf8 = |t: Option<Text>| t.map(|t| t.to_utf8().to_string());
         let option_names = (|| {
             Some(OptionNames {
-                tokenizer: tokenizer?.to_string(),
+                tokenizer: utf8(tokenizer)?,
                 shingle: shingle?,
-                weighting: weighting?.to_string(),
+                weighting: utf8(weighting)?,
                 stopwords: stopwords?,
-                fold: fold?.to_string(),
+                fold: utf8(fold)?,
             })
         })();
         let att = Attachment::new(
-            text_column,
+            &text_column.to_utf8(),
             max_distance,
-            on_duplicate,
+            utf8(on_duplicate).as_deref(),
             option_names,
-            scope,
+            utf8(scope).as_deref(),
             registry.unwrap_or(false),
         )
         .unwrap_or_else(|e| e.report());
@@ -89,13 +81,7 @@ mod simhash_internal {
 
     /// The attachment a `simhash_trigger()` trigger's arguments record, with the names of the columns
     /// derived from it; no row when they are not a simhash_trigger()'s.
-    #[pg_extern(
-        immutable,
-        strict,
-        parallel_safe,
-        schema = "simhash_internal",
-        name = "decode_attachment"
-    )]
+    #[pg_extern(immutable, strict, parallel_safe, name = "decode_attachment")]
     fn decode_attachment(
         tgargs: &[u8],
     ) -> TableIterator<
@@ -141,16 +127,10 @@ mod simhash_internal {
     /// The names of the objects an attachment of `text_column` of `table_name` makes besides its
     /// columns: its triggers, and for `registry => true` the registered-fingerprint column and the
     /// registry's tables and view (in the table's schema, unqualified, unquoted, maybe over 63 bytes).
-    #[pg_extern(
-        stable,
-        strict,
-        parallel_safe,
-        schema = "simhash_internal",
-        name = "object_names"
-    )]
+    #[pg_extern(stable, strict, parallel_safe, name = "object_names")]
     fn object_names(
         table_name: RegClass,
-        text_column: &str,
+        text_column: Text,
     ) -> TableIterator<
         'static,
         (
@@ -168,7 +148,7 @@ mod simhash_internal {
         } else {
             unsafe { cstr_utf8(relname) }
         };
-        let att = Attachment::named(text_column);
+        let att = Attachment::named(&text_column.to_utf8());
         TableIterator::once((
             ServerText(att.trigger_name()),
             ServerText(att.check_trigger_name()),

@@ -11,7 +11,7 @@ extension_sql_file!(
     name = "simhash_attachment_sql",
     requires = [
         "simhash_trigger",
-        simhash_internal::trigger_args,
+        simhash_internal::simhash_trigger_args,
         encode_attachment,
         decode_attachment,
         object_names

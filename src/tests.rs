@@ -473,15 +473,15 @@ mod tests {
         for (call, expected) in [
             (
                 "'body', 5, 'flag', 'word', 2, 'tf', false, 'none', 'site', false",
-                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|5|flag|body_duplicate_of|word|2|tf|false|none|site|false",
+                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|5|flag|body_duplicate_of|word|2|tf|f|none|site|f",
             ),
             (
                 "'текст', 16, 'error', 'bigram', 1, 'logtf', true, 'auto', NULL, true",
-                "текст|текст_simhash|текст_band0,текст_band1,текст_band2,текст_band3|16|error||bigram|1|logtf|true|auto||true",
+                "текст|текст_simhash|текст_band0,текст_band1,текст_band2,текст_band3|16|error||bigram|1|logtf|t|auto||t",
             ),
             (
                 "'b', 0, 'none', 'jieba', 1, 'tfidf', true, 'simplified', NULL, false",
-                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|0|none||jieba|1|tfidf|true|simplified||false",
+                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|0|none||jieba|1|tfidf|t|simplified||f",
             ),
         ] {
             let decoded = Spi::get_one::<String>(&format!(

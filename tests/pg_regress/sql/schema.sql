@@ -38,19 +38,20 @@ DROP TABLE articles;
 DROP EXTENSION simhash_ext;
 DROP SCHEMA dedup;
 CREATE EXTENSION simhash_ext;
--- A table owner who is not a superuser attaches, writes and detaches: the helpers in schema
--- simhash_internal run as the caller, who may use the schema and call them.
+-- A table owner who is not a superuser attaches, writes, renames and detaches: the helpers in
+-- schema simhash_internal run as the caller, who may use the schema and call them.
 CREATE ROLE simhash_owner LOGIN;
-CREATE TABLE owned (id int PRIMARY KEY, body text);
-ALTER TABLE owned OWNER TO simhash_owner;
+CREATE SCHEMA owners AUTHORIZATION simhash_owner;
 SET ROLE simhash_owner;
-SELECT simhash_attach('owned', 'body', on_duplicate => 'error');
-INSERT INTO owned VALUES (1, 'the quick brown fox jumps over the lazy dog again and again');
-INSERT INTO owned VALUES (2, 'the quick brown fox jumps over the lazy dog again and again!');
-SELECT count(*) FROM simhash_pairs('owned');
-ALTER TABLE owned RENAME COLUMN body TO content;
-SELECT text_column, trigger_name FROM simhash_attachments() WHERE table_name = 'owned'::regclass;
-SELECT simhash_detach('owned');
+CREATE TABLE owners.owned (id int PRIMARY KEY, body text);
+SELECT simhash_attach('owners.owned', 'body', on_duplicate => 'error');
+INSERT INTO owners.owned VALUES (1, 'the quick brown fox jumps over the lazy dog again and again');
+INSERT INTO owners.owned VALUES (2, 'the quick brown fox jumps over the lazy dog again and again!');
+INSERT INTO owners.owned VALUES (3, 'an unrelated sentence about the weather in the mountains this week');
+ALTER TABLE owners.owned RENAME COLUMN body TO content;
+SELECT text_column, trigger_name FROM simhash_attachments() WHERE table_name = 'owners.owned'::regclass;
+SELECT count(*) FROM simhash_pairs('owners.owned', 16);
+SELECT simhash_detach('owners.owned');
 RESET ROLE;
-DROP TABLE owned;
+DROP SCHEMA owners CASCADE;
 DROP ROLE simhash_owner;
