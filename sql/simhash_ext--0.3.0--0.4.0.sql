@@ -26,12 +26,6 @@ ALTER FUNCTION simhash_registry_insert() SET SCHEMA simhash_internal;
 ALTER FUNCTION simhash_internal.simhash_registry_insert() RENAME TO registry_insert;
 
 -- The functions in Rust.
--- simhash_ext::fill::fill_reset
-CREATE  FUNCTION simhash_internal."fill_reset"() RETURNS void
-STRICT PARALLEL UNSAFE  
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_fill_reset_wrapper';
-
 -- simhash_ext::fill::fill_value
 CREATE  FUNCTION simhash_internal."fill_value"(
 	"tableoid" oid, /* pg_sys :: Oid */
@@ -46,41 +40,6 @@ CREATE  FUNCTION simhash_internal."fill_value"(
 PARALLEL UNSAFE  
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_fill_value_wrapper';
-
--- simhash_ext::internal::simhash_internal::encode_attachment
-CREATE  FUNCTION simhash_internal."encode_attachment"(
-	"text_column" TEXT, /* & str */
-	"max_distance" INT, /* Option < i32 > */
-	"on_duplicate" TEXT, /* Option < & str > */
-	"tokenizer" TEXT, /* Option < & str > */
-	"shingle" INT, /* Option < i32 > */
-	"weighting" TEXT, /* Option < & str > */
-	"stopwords" bool, /* Option < bool > */
-	"fold" TEXT, /* Option < & str > */
-	"scope" TEXT, /* Option < & str > */
-	"registry" bool /* Option < bool > */
-) RETURNS bytea /* Vec < u8 > */
-IMMUTABLE PARALLEL SAFE  
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'encode_attachment_wrapper';
-
--- simhash_ext::fill::fill_stash
-CREATE  FUNCTION simhash_internal."fill_stash"(
-	"tableoid" oid, /* pg_sys :: Oid */
-	"row" tid, /* pg_sys :: ItemPointerData */
-	"fingerprint" bigint /* Option < i64 > */
-) RETURNS bool /* bool */
-PARALLEL RESTRICTED  
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_fill_stash_wrapper';
-
--- simhash_ext::internal::simhash_internal::trigger_args
-CREATE  FUNCTION simhash_internal."trigger_args"(
-	"tgargs" bytea /* & [u8] */
-) RETURNS TEXT[] /* Vec < ServerBytes > */
-IMMUTABLE STRICT PARALLEL SAFE  
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'trigger_args_wrapper';
 
 -- simhash_ext::internal::simhash_internal::decode_attachment
 CREATE  FUNCTION simhash_internal."decode_attachment"(
@@ -100,14 +59,49 @@ CREATE  FUNCTION simhash_internal."decode_attachment"(
 	"scope_column" TEXT,  /* Option < ServerText > */
 	"registry" bool  /* bool */
 )
-IMMUTABLE STRICT PARALLEL SAFE  
+IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'decode_attachment_wrapper';
+
+-- simhash_ext::internal::simhash_internal::encode_attachment
+CREATE  FUNCTION simhash_internal."encode_attachment"(
+	"text_column" text, /* Text */
+	"max_distance" INT, /* Option < i32 > */
+	"on_duplicate" text, /* Option < Text > */
+	"tokenizer" text, /* Option < Text > */
+	"shingle" INT, /* Option < i32 > */
+	"weighting" text, /* Option < Text > */
+	"stopwords" bool, /* Option < bool > */
+	"fold" text, /* Option < Text > */
+	"scope" text, /* Option < Text > */
+	"registry" bool /* Option < bool > */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'encode_attachment_wrapper';
+
+-- simhash_ext::fill::fill_stash
+CREATE  FUNCTION simhash_internal."fill_stash"(
+	"tableoid" oid, /* pg_sys :: Oid */
+	"row" tid, /* pg_sys :: ItemPointerData */
+	"fingerprint" bigint /* Option < i64 > */
+) RETURNS bool /* bool */
+PARALLEL RESTRICTED  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_fill_stash_wrapper';
+
+-- simhash_ext::internal::simhash_internal::trigger_args
+CREATE  FUNCTION simhash_internal."trigger_args"(
+	"tgargs" bytea /* & [u8] */
+) RETURNS TEXT[] /* Vec < ServerBytes > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_trigger_args_wrapper';
 
 -- simhash_ext::internal::simhash_internal::object_names
 CREATE  FUNCTION simhash_internal."object_names"(
 	"table_name" regclass, /* RegClass */
-	"text_column" TEXT /* & str */
+	"text_column" text /* Text */
 ) RETURNS TABLE (
 	"trigger_name" TEXT,  /* ServerText */
 	"check_trigger_name" TEXT,  /* ServerText */
@@ -116,9 +110,15 @@ CREATE  FUNCTION simhash_internal."object_names"(
 	"lock_table" TEXT,  /* ServerText */
 	"checked_view" TEXT  /* ServerText */
 )
-STRICT STABLE PARALLEL SAFE  
+STRICT STABLE PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'object_names_wrapper';
+
+-- simhash_ext::fill::fill_reset
+CREATE  FUNCTION simhash_internal."fill_reset"() RETURNS void
+STRICT PARALLEL UNSAFE  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_fill_reset_wrapper';
 
 -- sql/src/attachment.sql of 0.4.0 (the type simhash_attachment is unchanged).
 -- The attachment as SQL sees it: its row type, its decoding from a simhash_trigger() trigger's

@@ -403,16 +403,19 @@ pub enum RowKey {
 }
 
 impl RowKey {
-    /// The key of the rows of `relid`, as `simhash_internal.primary_key` reads it.
+    /// The key of the rows of `relid`: its primary key's columns, read from the catalog as
+    /// `simhash_internal.primary_key` reads them (the trigger calls no SQL helper: it must work with
+    /// an older version's SQL until `ALTER EXTENSION ... UPDATE`).
     ///
     /// # Safety
     /// SPI must be connected.
     pub unsafe fn of(relid: pg_sys::Oid, partitioned: bool) -> RowKey {
         let columns = crate::spi::one_utf8(
-            &format!(
-                "SELECT pg_catalog.convert_to(string_agg(quote_ident(attname), ', ' ORDER BY ord), 'UTF8') \
-                 FROM simhash_internal.primary_key($1)"
-            ),
+            "SELECT pg_catalog.convert_to(pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY k.ord), 'UTF8') \
+             FROM pg_catalog.pg_index i \
+             CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, ord) \
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
+             WHERE i.indrelid = $1 AND i.indisprimary",
             &[crate::spi::Arg::Oid(relid)],
         );
         match columns {

@@ -132,15 +132,7 @@ fn read_rows(
             .flatten()
             .unwrap_or(pg_sys::Oid::INVALID);
         // Raises the errors of a table (or column) that is not attached, or has several attached.
-        let text_column: Option<String> = client
-            .select(
-                "SELECT a.text_column::text FROM simhash_internal.find_attachment($1, $2) a",
-                None,
-                &[table.into(), text_column.into()],
-            )
-            .and_then(|t| t.first().get_one::<String>())
-            .expect("find_attachment raises its own errors");
-        let table = Table::read(table, text_column.as_deref(), namespace);
+        let table = Table::read(table, text_column, namespace);
         if table.distributed && matches!(table.key, RowKey::Ctid { .. }) {
             ereport!(
                 ERROR,

@@ -375,8 +375,8 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 let partition = relation_of((*((*cmd).def as *mut pg_sys::PartitionCmd)).name);
                 let parent = relation_of(stmt.relation);
                 if parent != pg_sys::InvalidOid && partition != pg_sys::InvalidOid {
-                    crate::spi::call(
-                        "simhash_internal",
+                    crate::spi::call_helper(
+                        fcinfo,
                         "prepare_partition",
                         &[crate::spi::Arg::Oid(parent), crate::spi::Arg::Oid(partition)],
                     );
@@ -394,8 +394,8 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             }
             let table = relation_of(stmt.relation);
             if table != pg_sys::InvalidOid {
-                crate::spi::call(
-                    "simhash_internal",
+                crate::spi::call_helper(
+                    fcinfo,
                     "rename_column",
                     &[
                         crate::spi::Arg::Oid(table),

@@ -114,6 +114,25 @@ pub unsafe fn for_each_row(
     })
 }
 
+/// Calls the helper `name` of schema `simhash_internal` (see [`call`]) from the C function of
+/// `fcinfo`. With the SQL of 0.3.0 or older (the new library installed, `ALTER EXTENSION ...
+/// UPDATE` not yet run) the schema does not exist and the helper is `simhash_<name>` of the
+/// extension's own schema.
+///
+/// # Safety
+/// As [`call`]; `fcinfo` must be the call's.
+pub unsafe fn call_helper(fcinfo: pg_sys::FunctionCallInfo, name: &str, args: &[Arg]) {
+    if pg_sys::get_namespace_oid(c"simhash_internal".as_ptr(), true) != pg_sys::InvalidOid {
+        call("simhash_internal", name, args)
+    } else {
+        call(
+            &crate::catalog::extension_schema(fcinfo),
+            &format!("simhash_{name}"),
+            args,
+        )
+    }
+}
+
 /// Runs `SELECT <schema>.<function>($1, ...)` (connecting to SPI), the function raising its own
 /// errors: an [`Arg::Oid`] is passed as `regclass`, an [`Arg::Name`] as `name`.
 ///
