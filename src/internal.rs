@@ -10,7 +10,7 @@
 mod simhash_internal {
     use pgrx::prelude::*;
 
-    use crate::attachment::{Attachment, OptionNames};
+    use crate::attachment::{Attachment, OptionNames, RowKey};
     use crate::catalog::{cstr_utf8, RegClass};
     use crate::text::{server_to_utf8_lossy, utf8_to_server, ServerBytes, ServerText, Text};
 
@@ -157,5 +157,14 @@ mod simhash_internal {
             ServerText(att.lock_table(&table)),
             ServerText(att.checked_view(&table)),
         ))
+    }
+
+    /// The SQL expression of the key of row `alias` of `table_name` as error DETAILs, one-column
+    /// flag columns and the registry show it: the values of its primary key columns separated by
+    /// ", " ([`RowKey::message_sql`], the one rendering the trigger uses too).
+    #[pg_extern(stable, strict, parallel_safe, name = "row_key_sql")]
+    fn row_key_sql(table_name: RegClass, alias: Text) -> ServerText {
+        let key = unsafe { crate::spi::connected(|| RowKey::of(table_name.0, false)) };
+        ServerText(key.message_sql(&alias.to_utf8()))
     }
 }

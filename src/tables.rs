@@ -14,7 +14,8 @@ extension_sql_file!(
         simhash_internal::simhash_trigger_args,
         encode_attachment,
         decode_attachment,
-        object_names
+        object_names,
+        row_key_sql
     ]
 );
 extension_sql_file!(

@@ -242,11 +242,9 @@ BEGIN
     -- The rows already there: registered, and filed in the registry (their near-duplicates stay).
     EXECUTE format('UPDATE %s t SET %I = t.%I', table_name, names.registered_column, fp);
     EXECUTE format('INSERT INTO %s (lock_key, part_value, fingerprint, row_key) '
-                   'SELECT b.lock_key, b.part_value, t.%I, concat_ws('', '', %s) FROM %s t '
+                   'SELECT b.lock_key, b.part_value, t.%I, %s FROM %s t '
                    'CROSS JOIN LATERAL @extschema@.simhash_registry_buckets(t.%I, %s) b WHERE t.%I IS NOT NULL',
-                   registry_table, fp,
-                   (SELECT string_agg(format('t.%I::text', k.attname), ', ' ORDER BY k.ord)
-                    FROM simhash_internal.primary_key(table_name) k),
+                   registry_table, fp, simhash_internal.row_key_sql(table_name, 't'),
                    table_name, fp, max_distance, fp);
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
     -- coordinator, in the writer's distributed transaction. The view stays on the coordinator: Citus

@@ -11,6 +11,8 @@ COMMENT ON FUNCTION simhash_internal.decode_attachment(bytea) IS
   'The attachment that trigger arguments record, with its derived column names; no row when they are not a simhash_trigger()''s';
 COMMENT ON FUNCTION simhash_internal.object_names(regclass, text) IS
   'The triggers, registered column and registry objects an attachment of a column makes (unqualified)';
+COMMENT ON FUNCTION simhash_internal.row_key_sql(regclass, text) IS
+  'The SQL expression of a row''s key as errors, flag columns and the registry show it (the values of its primary key)';
 
 CREATE FUNCTION simhash_internal.primary_key(table_name regclass)
 RETURNS TABLE (attname name, atttype text, ord int)
