@@ -14,10 +14,6 @@ DECLARE
   rel_name name;
   registry_table text;
   lock_table text;
-  checked_view text;
-  view_columns text;
-  default_value record;
-  ddl_propagation text;
   dist_method "char";
   dist_column name;
   unsafe_triggers text;
@@ -176,7 +172,6 @@ BEGIN
     END IF;
     registry_table := format('%I.%I', rel_schema, names.registry_table);
     lock_table := format('%I.%I', rel_schema, names.lock_table);
-    checked_view := format('%I.%I', rel_schema, names.checked_view);
     -- The registry files each fingerprint under its k + 1 buckets (simhash_registry_buckets), one
     -- lock row per bucket beside it: both distributed by the bucket's lock key, so a bucket's rows
     -- and its lock row are on one shard. Made before this transaction writes to distributed tables.
@@ -247,26 +242,8 @@ BEGIN
                    registry_table, fp, simhash_internal.row_key_sql(table_name, 't'),
                    table_name, fp, max_distance, fp);
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
-    -- coordinator, in the writer's distributed transaction. The view stays on the coordinator: Citus
-    -- would copy it to the workers, which do not need it, and refuses its column defaults.
-    ddl_propagation := current_setting('citus.enable_ddl_propagation');
-    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-    SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO view_columns
-    FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
-      AND NOT (a.attname = ANY (wanted));
-    EXECUTE format('CREATE VIEW %s AS SELECT %s FROM %s t', checked_view, view_columns, table_name);
-    FOR default_value IN SELECT a.attname, pg_get_expr(ad.adbin, ad.adrelid) AS expr
-             FROM pg_attribute a JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
-             WHERE a.attrelid = table_name AND a.attgenerated = '' AND NOT (a.attname = ANY (wanted)) LOOP
-      EXECUTE format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', checked_view, default_value.attname,
-                     default_value.expr);
-    END LOOP;
-    EXECUTE format('CREATE TRIGGER %I INSTEAD OF INSERT ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION simhash_internal.registry_insert(%L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L)',
-                   names.trigger_name, checked_view, table_name::text, text_column, max_distance, on_duplicate,
-                   tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold,
-                   registry_table, lock_table);
-    PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+    -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
+    PERFORM simhash_internal.registry_view(table_name, text_column);
   END IF;
   IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition AND dist_method IS NULL AND scope IS NULL
      AND NOT registry THEN

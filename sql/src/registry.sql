@@ -5,13 +5,17 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  -- The arguments simhash_attach(..., registry => true) gave the view's trigger.
+  -- The view's trigger names the table and its attached column; the settings are the attachment's
+  -- (the views made by 0.3.0 also pass them, as further arguments that are not read).
   base regclass := TG_ARGV[0]::regclass;
-  text_column name := TG_ARGV[1];
-  k int := TG_ARGV[2]::int;
-  mode text := TG_ARGV[3];
-  registry_table text := TG_ARGV[9];
-  lock_table text := TG_ARGV[10];
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(TG_ARGV[0]::regclass, TG_ARGV[1]::name);
+  text_column name := att.text_column;
+  k int := att.max_distance;
+  mode text := att.on_duplicate;
+  names record;
+  rel_schema name;
+  registry_table text;
+  lock_table text;
   fp bigint;
   lock_keys int[];
   part_values bigint[];
@@ -23,12 +27,15 @@ DECLARE
   columns text;
   flag_type text;
 BEGIN
-  EXECUTE format('SELECT @extschema@.simhash(($1).%I, %L, %s, %L, %L, %L)', text_column, TG_ARGV[4], TG_ARGV[5],
-                 TG_ARGV[6], TG_ARGV[7], TG_ARGV[8])
+  SELECT * INTO names FROM simhash_internal.object_names(base, text_column);
+  SELECT n.nspname INTO rel_schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = base;
+  registry_table := format('%I.%I', rel_schema, names.registry_table);
+  lock_table := format('%I.%I', rel_schema, names.lock_table);
+  EXECUTE format('SELECT @extschema@.simhash(($1).%I, %L, %s, %L, %L, %L)', text_column, att.tokenizer, att.shingle,
+                 att.weighting, att.stopwords, att.fold)
     INTO fp USING NEW;
-  SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord), string_agg(format('($1).%I::text', p.attname), ', ' ORDER BY p.ord)
-  INTO key_columns, columns FROM simhash_internal.primary_key(base) p;
-  EXECUTE format('SELECT concat_ws('', '', %s)', columns) INTO row_key USING NEW;
+  SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord) INTO key_columns FROM simhash_internal.primary_key(base) p;
+  EXECUTE 'SELECT ' || simhash_internal.row_key_sql(base, '($1)') INTO row_key USING NEW;
   IF fp IS NOT NULL THEN
     SELECT array_agg(b.lock_key ORDER BY b.lock_key), array_agg(b.part_value ORDER BY b.lock_key)
     INTO lock_keys, part_values FROM @extschema@.simhash_registry_buckets(fp, k) b;
@@ -65,10 +72,10 @@ BEGIN
   FROM pg_attribute a WHERE a.attrelid = TG_RELID AND a.attnum > 0 AND NOT a.attisdropped;
   EXECUTE key_columns INTO key_columns USING NEW;
   SELECT format_type(a.atttypid, a.atttypmod) INTO flag_type FROM pg_attribute a
-  WHERE a.attrelid = base AND a.attname = text_column || '_duplicate_of' AND NOT a.attisdropped;
+  WHERE a.attrelid = base AND a.attname = att.flag_column AND NOT a.attisdropped;
   -- The row, with the fingerprint the registry checked (the trigger on its shard requires it).
-  EXECUTE format('INSERT INTO %s (%s, %I%s) VALUES (%s, %s%s)', base, columns, text_column || '_registered',
-                 CASE WHEN mode = 'flag' THEN format(', %I', text_column || '_duplicate_of') ELSE '' END,
+  EXECUTE format('INSERT INTO %s (%s, %I%s) VALUES (%s, %s%s)', base, columns, names.registered_column,
+                 CASE WHEN mode = 'flag' THEN format(', %I', att.flag_column) ELSE '' END,
                  key_columns, quote_nullable(fp),
                  CASE WHEN mode = 'flag' THEN format(', CAST(%s AS %s)', quote_nullable(found_key), flag_type) ELSE '' END);
   RETURN NEW;
@@ -76,3 +83,167 @@ END
 $$;
 COMMENT ON FUNCTION simhash_internal.registry_insert() IS
   'The INSTEAD OF INSERT trigger of the view of a distributed table attached with registry => true';
+
+-- The default of <col>_registered on a table attached with registry => true. A write to the table
+-- itself that gives that column no value (an INSERT, or a COPY with a column list) gets this
+-- error on the coordinator, before Citus sends the row to a shard: the shard's trigger would refuse
+-- it too, but Citus reports an error raised on a shard during COPY as XX000, without its SQLSTATE
+-- and hint.
+CREATE FUNCTION simhash_internal.registry_unchecked(table_name text, text_column text, checked_view text)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  RAISE EXCEPTION 'writes of column "%" of % are checked by its near-duplicate registry', text_column, table_name
+    USING ERRCODE = '0A000',
+          DETAIL = format('This write did not go through the registry (it gives no value for %I).',
+                          (SELECT n.registered_column FROM simhash_internal.object_names(table_name::regclass, text_column) n)),
+          HINT = format('INSERT or COPY through the view %s, which checks the registry on the coordinator.',
+                        checked_view);
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_unchecked(text, text, text) IS
+  'The default of the registered-fingerprint column of a registry attachment, which refuses the write';
+
+-- Makes the view <table>_<column>_checked of a registry attachment, or brings it in step with the
+-- table: simhash_attach() calls it once, and the event trigger below after every ALTER TABLE of
+-- the table on the coordinator. The view keeps its columns, privileges and trigger: a column
+-- renamed in the table is renamed in the view, a column added to the table is added at its end,
+-- its defaults are the table's. A view dropped with a column (DROP COLUMN ... CASCADE) is made
+-- again. Generated columns are left out (an INSERT cannot give them a value), and so are the
+-- columns simhash_attach() added.
+CREATE FUNCTION simhash_internal.registry_view(table_name regclass, text_column name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  names record;
+  registered name;
+  derived name[];
+  rel_schema name;
+  rel_name name;
+  checked_view text;
+  registry_table text;
+  view_oid oid;
+  coordinator boolean;
+  col record;
+  columns text;
+  ddl_propagation text;
+BEGIN
+  -- Only on the coordinator, for the distributed table itself: the view is the coordinator's alone.
+  IF NOT EXISTS (SELECT FROM pg_extension e WHERE e.extname = 'citus')
+     OR (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS DISTINCT FROM 'h' THEN
+    RETURN;
+  END IF;
+  EXECUTE 'SELECT pg_catalog.citus_is_coordinator()' INTO coordinator;
+  IF NOT coordinator THEN
+    RETURN;
+  END IF;
+  SELECT n.nspname, c.relname INTO rel_schema, rel_name
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = table_name;
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  registered := names.registered_column;
+  derived := array_remove(att.fingerprint_column || att.band_columns || att.flag_column || registered, NULL);
+  checked_view := format('%I.%I', rel_schema, names.checked_view);
+  registry_table := format('%I.%I', rel_schema, names.registry_table);
+  IF to_regclass(registry_table) IS NULL THEN
+    -- The registry, its lock rows and the view are named after the table: a renamed table (or one
+    -- moved to another schema) would leave its view writing to a name that is gone.
+    RAISE EXCEPTION 'cannot rename table "%" or move it to another schema: its column "%" is attached with registry => true',
+      rel_name, text_column
+      USING ERRCODE = '0A000',
+            HINT = 'Detach it with simhash_detach(), rename or move the table, and attach it again.';
+  END IF;
+  SELECT c.oid INTO view_oid FROM pg_class c
+  WHERE c.oid = to_regclass(checked_view) AND c.relkind = 'v';
+  ddl_propagation := current_setting('citus.enable_ddl_propagation');
+  -- The view stays on the coordinator: Citus would copy it to the workers, which do not need it,
+  -- and refuses its column defaults.
+  PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+  IF view_oid IS NULL THEN
+    SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO columns
+    FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.attgenerated = '' AND NOT (a.attname = ANY (derived));
+    EXECUTE format('CREATE VIEW %s AS SELECT %s FROM %s t', checked_view, columns, table_name);
+    EXECUTE format('CREATE TRIGGER %I INSTEAD OF INSERT ON %s FOR EACH ROW '
+                   'EXECUTE FUNCTION simhash_internal.registry_insert(%L, %L)',
+                   att.trigger_name, checked_view, table_name::text, text_column);
+  ELSE
+    -- The view's columns are the table's columns its rule reads, in the same order (ascending
+    -- attribute numbers): a column renamed in the table still has its old name in the view.
+    FOR col IN SELECT v.attname AS old_name, b.attname AS new_name
+               FROM (SELECT a.attname, row_number() OVER (ORDER BY a.attnum) AS n FROM pg_attribute a
+                     WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped) v
+               JOIN (SELECT k.attnum, row_number() OVER (ORDER BY k.attnum) AS n
+                     FROM (SELECT DISTINCT d.refobjsubid FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                           WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = view_oid
+                             AND d.refobjid = table_name AND d.refobjsubid > 0) k(attnum)) k USING (n)
+               JOIN pg_attribute b ON b.attrelid = table_name AND b.attnum = k.attnum
+               WHERE v.attname <> b.attname LOOP
+      EXECUTE format('ALTER VIEW %s RENAME COLUMN %I TO %I', checked_view, col.old_name, col.new_name);
+    END LOOP;
+    -- The table's new columns, at the end of the view.
+    SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO columns
+    FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.attgenerated = '' AND NOT (a.attname = ANY (derived))
+      AND a.attnum > (SELECT max(d.refobjsubid) FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                      WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = view_oid AND d.refobjid = table_name);
+    IF columns IS NOT NULL THEN
+      EXECUTE format('CREATE OR REPLACE VIEW %s AS SELECT %s, %s FROM %s t', checked_view,
+                     (SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) FROM pg_attribute a
+                      WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped),
+                     columns, table_name);
+    END IF;
+  END IF;
+  -- The view's defaults are the table's (an INSERT through it that leaves a column out gets the
+  -- table's default, not NULL).
+  FOR col IN SELECT v.attname, pg_get_expr(td.adbin, td.adrelid) AS want, pg_get_expr(vd.adbin, vd.adrelid) AS have
+             FROM pg_attribute v
+             JOIN pg_attribute a ON a.attrelid = table_name AND a.attname = v.attname AND NOT a.attisdropped
+                                    AND a.attgenerated = ''
+             LEFT JOIN pg_attrdef td ON td.adrelid = a.attrelid AND td.adnum = a.attnum
+             LEFT JOIN pg_attrdef vd ON vd.adrelid = v.attrelid AND vd.adnum = v.attnum
+             WHERE v.attrelid = to_regclass(checked_view) AND v.attnum > 0 AND NOT v.attisdropped LOOP
+    CONTINUE WHEN col.want IS NOT DISTINCT FROM col.have;
+    EXECUTE format('ALTER VIEW %s ALTER COLUMN %I %s', checked_view, col.attname,
+                   CASE WHEN col.want IS NULL THEN 'DROP DEFAULT' ELSE 'SET DEFAULT ' || col.want END);
+  END LOOP;
+  PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+  -- A write to the table itself that gives no registered fingerprint is refused on the coordinator.
+  IF NOT EXISTS (SELECT FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                 JOIN pg_depend p ON p.classid = 'pg_attrdef'::regclass AND p.objid = d.oid
+                   AND p.refclassid = 'pg_proc'::regclass
+                   AND p.refobjid = 'simhash_internal.registry_unchecked(text, text, text)'::regprocedure
+                 WHERE a.attrelid = table_name AND a.attname = registered) THEN
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT simhash_internal.registry_unchecked(%L, %L, %L)',
+                   table_name, registered, table_name::text, text_column, checked_view);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_view(regclass, name) IS
+  'Makes the view of a registry attachment, or brings its columns and defaults in step with the table';
+
+CREATE FUNCTION simhash_internal.registry_ddl_command_end()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att record;
+BEGIN
+  FOR att IN SELECT DISTINCT s.table_name, s.text_column
+             FROM pg_event_trigger_ddl_commands() c
+             JOIN pg_trigger t ON t.tgrelid = c.objid AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure
+             CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
+             WHERE c.classid = 'pg_class'::regclass AND s.registry LOOP
+    PERFORM simhash_internal.registry_view(att.table_name, att.text_column);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_ddl_command_end() IS
+  'After ALTER TABLE of a table attached with registry => true, brings its view in step with it';
+CREATE EVENT TRIGGER simhash_registry_ddl_command_end ON ddl_command_end WHEN TAG IN ('ALTER TABLE')
+  EXECUTE FUNCTION simhash_internal.registry_ddl_command_end();

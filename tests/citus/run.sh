@@ -323,3 +323,77 @@ expect "registry, flag mode: the row goes in with the key of its near-duplicate 
     "1:- 2:1, 1 3:-"
 expect "registry, skip mode: the near-duplicate in another site is dropped" \
     "$(qn "$COORDINATOR" -c "SELECT string_agg(site::text, ' ' ORDER BY site) FROM skipped")" "1"
+
+echo "-- a registry attachment follows its table (COPY, ALTER TABLE, primary key updates)"
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TABLE ledger (site int, id bigint, body text, note text DEFAULT 'none', PRIMARY KEY (site, id));
+SELECT create_distributed_table('ledger', 'site');
+SELECT simhash_attach('ledger', 'body', on_duplicate => 'error', registry => true);
+INSERT INTO ledger_body_checked (site, id, body) VALUES (1, 1, 'The city council approved the budget for protected bike lanes on Monday.');
+CREATE ROLE ledger_writer;
+GRANT INSERT ON ledger_body_checked TO ledger_writer;
+SQL
+copy_rows=$'2\t2\tVolunteers hauled half a ton of trash from the beach at Sandy Point on Saturday.'
+expect "COPY into the table itself is refused with 0A000 on the coordinator (not Citus's XX000 from a shard)" \
+    "$(sqlstate "$DB" "COPY ledger (site, id, body) FROM STDIN" <<<"$copy_rows")" 0A000
+expect_contains "the COPY refusal's hint names the view to write through" \
+    "$(error_text "$DB" "COPY ledger (site, id, body) FROM STDIN" <<<"$copy_rows")" \
+    "HINT:  INSERT or COPY through the view public.ledger_body_checked"
+expect "an INSERT into the table itself that leaves out body_registered is refused the same way" \
+    "$(sqlstate "$DB" "INSERT INTO ledger (site, id, body) VALUES (2, 2, 'Volunteers hauled half a ton of trash.')")" 0A000
+expect "COPY through the view checks every row: a near-duplicate of a row on another shard is rejected (23505)" \
+    "$(sqlstate "$DB" "COPY ledger_body_checked (site, id, body) FROM STDIN" \
+        <<<$'2\t2\tThe city council approved the budget for protected bike lanes on Monday!')" 23505
+expect "COPY through the view writes a new text, registered" \
+    "$(qn "$COORDINATOR" -c "COPY ledger_body_checked (site, id, body) FROM STDIN" <<<"$copy_rows" &&
+        qn "$COORDINATOR" -c "SELECT count(*) FILTER (WHERE body_registered = simhash(body)) FROM ledger" \
+            -c "SELECT count(*) FROM ledger_body_registry")" "2
+16"
+
+qn "$COORDINATOR" -c "ALTER TABLE ledger ADD COLUMN lang text NOT NULL DEFAULT 'en'" \
+    -c "ALTER TABLE ledger ADD COLUMN region text NOT NULL DEFAULT 'eu'" \
+    -c "ALTER TABLE ledger ALTER COLUMN region DROP DEFAULT" \
+    -c "ALTER TABLE ledger ALTER COLUMN note SET DEFAULT 'added later'" >/dev/null
+expect "after ADD COLUMN the view has the new columns, with the table's defaults" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg(a.attname || '=' || coalesce(pg_get_expr(d.adbin, d.adrelid), '-'), ' ' ORDER BY a.attnum)
+                             FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                             WHERE a.attrelid = 'ledger_body_checked'::regclass AND a.attnum > 0")" \
+    "site=- id=- body=- note='added later'::text lang='en'::text region=-"
+expect "an INSERT through the view names the new columns (a NOT NULL one without a default included)" \
+    "$(qn "$COORDINATOR" -c "INSERT INTO ledger_body_checked (site, id, body, lang, region)
+                             VALUES (3, 3, 'A quiet week in the valley: cranes return to the wetlands as spring arrives.', 'fr', 'us')" \
+        -c "SELECT lang || '|' || region || '|' || note FROM ledger WHERE id = 3")" "fr|us|added later"
+expect "... and the view still rejects near-duplicates (23505)" \
+    "$(sqlstate "$DB" "INSERT INTO ledger_body_checked (site, id, body, region)
+                       VALUES (4, 4, 'A quiet week in the valley: cranes return to the wetlands as spring arrives!', 'us')")" 23505
+expect "the view keeps its privileges through ALTER TABLE" \
+    "$(qn "$COORDINATOR" -c "SELECT has_table_privilege('ledger_writer', 'ledger_body_checked', 'INSERT')")" t
+qn "$COORDINATOR" -c "ALTER TABLE ledger RENAME COLUMN lang TO language" >/dev/null
+expect "a column renamed in the table is renamed in the view" \
+    "$(qn "$COORDINATOR" -c "INSERT INTO ledger_body_checked (site, id, body, language, region)
+                             VALUES (5, 5, 'Ferry service to the islands resumes after the storm damaged two piers.', 'de', 'eu')" \
+        -c "SELECT language FROM ledger WHERE id = 5")" de
+expect "dropping a column the view reads is refused by PostgreSQL (2BP01) unless CASCADE" \
+    "$(sqlstate "$DB" "ALTER TABLE ledger DROP COLUMN language")" 2BP01
+qn "$COORDINATOR" -c "ALTER TABLE ledger DROP COLUMN language CASCADE" >/dev/null
+expect "after DROP COLUMN ... CASCADE the view is made again, without the column, and still checks" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute
+                             WHERE attrelid = 'ledger_body_checked'::regclass AND attnum > 0"
+       sqlstate "$DB" "INSERT INTO ledger_body_checked (site, id, body, region)
+                       VALUES (6, 6, 'Ferry service to the islands resumes after the storm damaged two piers!', 'eu')")" \
+    "site,id,body,note,region
+23505"
+expect "renaming the table is refused (0A000): the view and the registry are named after it" \
+    "$(sqlstate "$DB" "ALTER TABLE ledger RENAME TO ledger2")" 0A000
+
+expect "an UPDATE of the primary key of a registered row is refused (0A000)" \
+    "$(sqlstate "$DB" "UPDATE ledger SET id = 100 WHERE site = 1 AND id = 1")" 0A000
+expect_contains "the refusal says how to change keys" \
+    "$(error_text "$DB" "UPDATE ledger SET id = 100 WHERE site = 1 AND id = 1")" "simhash_detach()"
+expect "an UPDATE that leaves the key alone goes through" \
+    "$(sqlstate "$DB" "UPDATE ledger SET note = 'checked' WHERE site = 1 AND id = 1")" 00000
+expect_contains "a later rejection names a row that exists" \
+    "$(error_text "$DB" "INSERT INTO ledger_body_checked (site, id, body, region)
+                         VALUES (7, 7, 'The city council approved the budget for protected bike lanes on Monday!!', 'eu')")" \
+    "Key (site, id)=(1, 1)"
+expect "... which is there" "$(qn "$COORDINATOR" -c "SELECT count(*) FROM ledger WHERE site = 1 AND id = 1")" 1
