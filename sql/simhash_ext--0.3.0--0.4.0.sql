@@ -26,20 +26,15 @@ ALTER FUNCTION simhash_registry_insert() SET SCHEMA simhash_internal;
 ALTER FUNCTION simhash_internal.simhash_registry_insert() RENAME TO registry_insert;
 
 -- The functions in Rust.
--- simhash_ext::fill::fill_value
-CREATE  FUNCTION simhash_internal."fill_value"(
+-- simhash_ext::fill::fill_stash
+CREATE  FUNCTION simhash_internal."fill_stash"(
 	"tableoid" oid, /* pg_sys :: Oid */
 	"row" tid, /* pg_sys :: ItemPointerData */
-	"doc" text, /* Option < Text > */
-	"tokenizer" text, /* Text */
-	"shingle" INT, /* i32 */
-	"weighting" text, /* Text */
-	"stopwords" bool, /* bool */
-	"fold" text /* Text */
-) RETURNS bigint /* Option < i64 > */
-PARALLEL UNSAFE  
+	"fingerprint" bigint /* Option < i64 > */
+) RETURNS bool /* bool */
+PARALLEL RESTRICTED  
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_fill_value_wrapper';
+AS 'MODULE_PATHNAME', 'simhash_fill_stash_wrapper';
 
 -- simhash_ext::internal::simhash_internal::decode_attachment
 CREATE  FUNCTION simhash_internal."decode_attachment"(
@@ -80,23 +75,26 @@ IMMUTABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'encode_attachment_wrapper';
 
--- simhash_ext::fill::fill_stash
-CREATE  FUNCTION simhash_internal."fill_stash"(
+-- simhash_ext::fill::fill_value
+CREATE  FUNCTION simhash_internal."fill_value"(
 	"tableoid" oid, /* pg_sys :: Oid */
 	"row" tid, /* pg_sys :: ItemPointerData */
-	"fingerprint" bigint /* Option < i64 > */
-) RETURNS bool /* bool */
-PARALLEL RESTRICTED  
+	"doc" text, /* Option < Text > */
+	"tokenizer" text, /* Text */
+	"shingle" INT, /* i32 */
+	"weighting" text, /* Text */
+	"stopwords" bool, /* bool */
+	"fold" text /* Text */
+) RETURNS bigint /* Option < i64 > */
+PARALLEL UNSAFE  
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_fill_stash_wrapper';
+AS 'MODULE_PATHNAME', 'simhash_fill_value_wrapper';
 
--- simhash_ext::internal::simhash_internal::trigger_args
-CREATE  FUNCTION simhash_internal."trigger_args"(
-	"tgargs" bytea /* & [u8] */
-) RETURNS TEXT[] /* Vec < ServerBytes > */
-IMMUTABLE STRICT PARALLEL SAFE 
+-- simhash_ext::fill::fill_reset
+CREATE  FUNCTION simhash_internal."fill_reset"() RETURNS void
+STRICT PARALLEL UNSAFE  
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_trigger_args_wrapper';
+AS 'MODULE_PATHNAME', 'simhash_fill_reset_wrapper';
 
 -- simhash_ext::internal::simhash_internal::object_names
 CREATE  FUNCTION simhash_internal."object_names"(
@@ -114,11 +112,22 @@ STRICT STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'object_names_wrapper';
 
--- simhash_ext::fill::fill_reset
-CREATE  FUNCTION simhash_internal."fill_reset"() RETURNS void
-STRICT PARALLEL UNSAFE  
+-- simhash_ext::internal::simhash_internal::row_key_sql
+CREATE  FUNCTION simhash_internal."row_key_sql"(
+	"table_name" regclass, /* RegClass */
+	"alias" text /* Text */
+) RETURNS TEXT /* ServerText */
+STRICT STABLE PARALLEL SAFE 
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_fill_reset_wrapper';
+AS 'MODULE_PATHNAME', 'row_key_sql_wrapper';
+
+-- simhash_ext::internal::simhash_internal::trigger_args
+CREATE  FUNCTION simhash_internal."trigger_args"(
+	"tgargs" bytea /* & [u8] */
+) RETURNS TEXT[] /* Vec < ServerBytes > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_trigger_args_wrapper';
 
 -- sql/src/attachment.sql of 0.4.0 (the type simhash_attachment is unchanged).
 -- The attachment as SQL sees it: its row type, its decoding from a simhash_trigger() trigger's
@@ -134,6 +143,8 @@ COMMENT ON FUNCTION simhash_internal.decode_attachment(bytea) IS
   'The attachment that trigger arguments record, with its derived column names; no row when they are not a simhash_trigger()''s';
 COMMENT ON FUNCTION simhash_internal.object_names(regclass, text) IS
   'The triggers, registered column and registry objects an attachment of a column makes (unqualified)';
+COMMENT ON FUNCTION simhash_internal.row_key_sql(regclass, text) IS
+  'The SQL expression of a row''s key as errors, flag columns and the registry show it (the values of its primary key)';
 
 CREATE FUNCTION simhash_internal.primary_key(table_name regclass)
 RETURNS TABLE (attname name, atttype text, ord int)
@@ -296,10 +307,6 @@ DECLARE
   rel_name name;
   registry_table text;
   lock_table text;
-  checked_view text;
-  view_columns text;
-  default_value record;
-  ddl_propagation text;
   dist_method "char";
   dist_column name;
   unsafe_triggers text;
@@ -458,7 +465,6 @@ BEGIN
     END IF;
     registry_table := format('%I.%I', rel_schema, names.registry_table);
     lock_table := format('%I.%I', rel_schema, names.lock_table);
-    checked_view := format('%I.%I', rel_schema, names.checked_view);
     -- The registry files each fingerprint under its k + 1 buckets (simhash_registry_buckets), one
     -- lock row per bucket beside it: both distributed by the bucket's lock key, so a bucket's rows
     -- and its lock row are on one shard. Made before this transaction writes to distributed tables.
@@ -524,33 +530,13 @@ BEGIN
     -- The rows already there: registered, and filed in the registry (their near-duplicates stay).
     EXECUTE format('UPDATE %s t SET %I = t.%I', table_name, names.registered_column, fp);
     EXECUTE format('INSERT INTO %s (lock_key, part_value, fingerprint, row_key) '
-                   'SELECT b.lock_key, b.part_value, t.%I, concat_ws('', '', %s) FROM %s t '
+                   'SELECT b.lock_key, b.part_value, t.%I, %s FROM %s t '
                    'CROSS JOIN LATERAL @extschema@.simhash_registry_buckets(t.%I, %s) b WHERE t.%I IS NOT NULL',
-                   registry_table, fp,
-                   (SELECT string_agg(format('t.%I::text', k.attname), ', ' ORDER BY k.ord)
-                    FROM simhash_internal.primary_key(table_name) k),
+                   registry_table, fp, simhash_internal.row_key_sql(table_name, 't'),
                    table_name, fp, max_distance, fp);
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
-    -- coordinator, in the writer's distributed transaction. The view stays on the coordinator: Citus
-    -- would copy it to the workers, which do not need it, and refuses its column defaults.
-    ddl_propagation := current_setting('citus.enable_ddl_propagation');
-    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-    SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO view_columns
-    FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
-      AND NOT (a.attname = ANY (wanted));
-    EXECUTE format('CREATE VIEW %s AS SELECT %s FROM %s t', checked_view, view_columns, table_name);
-    FOR default_value IN SELECT a.attname, pg_get_expr(ad.adbin, ad.adrelid) AS expr
-             FROM pg_attribute a JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
-             WHERE a.attrelid = table_name AND a.attgenerated = '' AND NOT (a.attname = ANY (wanted)) LOOP
-      EXECUTE format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', checked_view, default_value.attname,
-                     default_value.expr);
-    END LOOP;
-    EXECUTE format('CREATE TRIGGER %I INSTEAD OF INSERT ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION simhash_internal.registry_insert(%L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L)',
-                   names.trigger_name, checked_view, table_name::text, text_column, max_distance, on_duplicate,
-                   tokenizer, shingle, weighting, CASE WHEN stopwords THEN 'true' ELSE 'false' END, fold,
-                   registry_table, lock_table);
-    PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+    -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
+    PERFORM simhash_internal.registry_view(table_name, text_column);
   END IF;
   IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition AND dist_method IS NULL AND scope IS NULL
      AND NOT registry THEN
@@ -656,13 +642,17 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  -- The arguments simhash_attach(..., registry => true) gave the view's trigger.
+  -- The view's trigger names the table and its attached column; the settings are the attachment's
+  -- (the views made by 0.3.0 also pass them, as further arguments that are not read).
   base regclass := TG_ARGV[0]::regclass;
-  text_column name := TG_ARGV[1];
-  k int := TG_ARGV[2]::int;
-  mode text := TG_ARGV[3];
-  registry_table text := TG_ARGV[9];
-  lock_table text := TG_ARGV[10];
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(TG_ARGV[0]::regclass, TG_ARGV[1]::name);
+  text_column name := att.text_column;
+  k int := att.max_distance;
+  mode text := att.on_duplicate;
+  names record;
+  rel_schema name;
+  registry_table text;
+  lock_table text;
   fp bigint;
   lock_keys int[];
   part_values bigint[];
@@ -674,12 +664,15 @@ DECLARE
   columns text;
   flag_type text;
 BEGIN
-  EXECUTE format('SELECT @extschema@.simhash(($1).%I, %L, %s, %L, %L, %L)', text_column, TG_ARGV[4], TG_ARGV[5],
-                 TG_ARGV[6], TG_ARGV[7], TG_ARGV[8])
+  SELECT * INTO names FROM simhash_internal.object_names(base, text_column);
+  SELECT n.nspname INTO rel_schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = base;
+  registry_table := format('%I.%I', rel_schema, names.registry_table);
+  lock_table := format('%I.%I', rel_schema, names.lock_table);
+  EXECUTE format('SELECT @extschema@.simhash(($1).%I, %L, %s, %L, %L, %L)', text_column, att.tokenizer, att.shingle,
+                 att.weighting, att.stopwords, att.fold)
     INTO fp USING NEW;
-  SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord), string_agg(format('($1).%I::text', p.attname), ', ' ORDER BY p.ord)
-  INTO key_columns, columns FROM simhash_internal.primary_key(base) p;
-  EXECUTE format('SELECT concat_ws('', '', %s)', columns) INTO row_key USING NEW;
+  SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord) INTO key_columns FROM simhash_internal.primary_key(base) p;
+  EXECUTE 'SELECT ' || simhash_internal.row_key_sql(base, '($1)') INTO row_key USING NEW;
   IF fp IS NOT NULL THEN
     SELECT array_agg(b.lock_key ORDER BY b.lock_key), array_agg(b.part_value ORDER BY b.lock_key)
     INTO lock_keys, part_values FROM @extschema@.simhash_registry_buckets(fp, k) b;
@@ -716,10 +709,10 @@ BEGIN
   FROM pg_attribute a WHERE a.attrelid = TG_RELID AND a.attnum > 0 AND NOT a.attisdropped;
   EXECUTE key_columns INTO key_columns USING NEW;
   SELECT format_type(a.atttypid, a.atttypmod) INTO flag_type FROM pg_attribute a
-  WHERE a.attrelid = base AND a.attname = text_column || '_duplicate_of' AND NOT a.attisdropped;
+  WHERE a.attrelid = base AND a.attname = att.flag_column AND NOT a.attisdropped;
   -- The row, with the fingerprint the registry checked (the trigger on its shard requires it).
-  EXECUTE format('INSERT INTO %s (%s, %I%s) VALUES (%s, %s%s)', base, columns, text_column || '_registered',
-                 CASE WHEN mode = 'flag' THEN format(', %I', text_column || '_duplicate_of') ELSE '' END,
+  EXECUTE format('INSERT INTO %s (%s, %I%s) VALUES (%s, %s%s)', base, columns, names.registered_column,
+                 CASE WHEN mode = 'flag' THEN format(', %I', att.flag_column) ELSE '' END,
                  key_columns, quote_nullable(fp),
                  CASE WHEN mode = 'flag' THEN format(', CAST(%s AS %s)', quote_nullable(found_key), flag_type) ELSE '' END);
   RETURN NEW;
@@ -727,6 +720,170 @@ END
 $$;
 COMMENT ON FUNCTION simhash_internal.registry_insert() IS
   'The INSTEAD OF INSERT trigger of the view of a distributed table attached with registry => true';
+
+-- The default of <col>_registered on a table attached with registry => true. A write to the table
+-- itself that gives that column no value (an INSERT, or a COPY with a column list) gets this
+-- error on the coordinator, before Citus sends the row to a shard: the shard's trigger would refuse
+-- it too, but Citus reports an error raised on a shard during COPY as XX000, without its SQLSTATE
+-- and hint.
+CREATE FUNCTION simhash_internal.registry_unchecked(table_name text, text_column text, checked_view text)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  RAISE EXCEPTION 'writes of column "%" of % are checked by its near-duplicate registry', text_column, table_name
+    USING ERRCODE = '0A000',
+          DETAIL = format('This write did not go through the registry (it gives no value for %I).',
+                          (SELECT n.registered_column FROM simhash_internal.object_names(table_name::regclass, text_column) n)),
+          HINT = format('INSERT or COPY through the view %s, which checks the registry on the coordinator.',
+                        checked_view);
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_unchecked(text, text, text) IS
+  'The default of the registered-fingerprint column of a registry attachment, which refuses the write';
+
+-- Makes the view <table>_<column>_checked of a registry attachment, or brings it in step with the
+-- table: simhash_attach() calls it once, and the event trigger below after every ALTER TABLE of
+-- the table on the coordinator. The view keeps its columns, privileges and trigger: a column
+-- renamed in the table is renamed in the view, a column added to the table is added at its end,
+-- its defaults are the table's. A view dropped with a column (DROP COLUMN ... CASCADE) is made
+-- again. Generated columns are left out (an INSERT cannot give them a value), and so are the
+-- columns simhash_attach() added.
+CREATE FUNCTION simhash_internal.registry_view(table_name regclass, text_column name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  names record;
+  registered name;
+  derived name[];
+  rel_schema name;
+  rel_name name;
+  checked_view text;
+  registry_table text;
+  view_oid oid;
+  coordinator boolean;
+  col record;
+  columns text;
+  ddl_propagation text;
+BEGIN
+  -- Only on the coordinator, for the distributed table itself: the view is the coordinator's alone.
+  IF NOT EXISTS (SELECT FROM pg_extension e WHERE e.extname = 'citus')
+     OR (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS DISTINCT FROM 'h' THEN
+    RETURN;
+  END IF;
+  EXECUTE 'SELECT pg_catalog.citus_is_coordinator()' INTO coordinator;
+  IF NOT coordinator THEN
+    RETURN;
+  END IF;
+  SELECT n.nspname, c.relname INTO rel_schema, rel_name
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = table_name;
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  registered := names.registered_column;
+  derived := array_remove(att.fingerprint_column || att.band_columns || att.flag_column || registered, NULL);
+  checked_view := format('%I.%I', rel_schema, names.checked_view);
+  registry_table := format('%I.%I', rel_schema, names.registry_table);
+  IF to_regclass(registry_table) IS NULL THEN
+    -- The registry, its lock rows and the view are named after the table: a renamed table (or one
+    -- moved to another schema) would leave its view writing to a name that is gone.
+    RAISE EXCEPTION 'cannot rename table "%" or move it to another schema: its column "%" is attached with registry => true',
+      rel_name, text_column
+      USING ERRCODE = '0A000',
+            HINT = 'Detach it with simhash_detach(), rename or move the table, and attach it again.';
+  END IF;
+  SELECT c.oid INTO view_oid FROM pg_class c
+  WHERE c.oid = to_regclass(checked_view) AND c.relkind = 'v';
+  ddl_propagation := current_setting('citus.enable_ddl_propagation');
+  -- The view stays on the coordinator: Citus would copy it to the workers, which do not need it,
+  -- and refuses its column defaults.
+  PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+  IF view_oid IS NULL THEN
+    SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO columns
+    FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.attgenerated = '' AND NOT (a.attname = ANY (derived));
+    EXECUTE format('CREATE VIEW %s AS SELECT %s FROM %s t', checked_view, columns, table_name);
+    EXECUTE format('CREATE TRIGGER %I INSTEAD OF INSERT ON %s FOR EACH ROW '
+                   'EXECUTE FUNCTION simhash_internal.registry_insert(%L, %L)',
+                   att.trigger_name, checked_view, table_name::text, text_column);
+  ELSE
+    -- The view's columns are the table's columns its rule reads, in the same order (ascending
+    -- attribute numbers): a column renamed in the table still has its old name in the view.
+    FOR col IN SELECT v.attname AS old_name, b.attname AS new_name
+               FROM (SELECT a.attname, row_number() OVER (ORDER BY a.attnum) AS n FROM pg_attribute a
+                     WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped) v
+               JOIN (SELECT k.attnum, row_number() OVER (ORDER BY k.attnum) AS n
+                     FROM (SELECT DISTINCT d.refobjsubid FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                           WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = view_oid
+                             AND d.refobjid = table_name AND d.refobjsubid > 0) k(attnum)) k USING (n)
+               JOIN pg_attribute b ON b.attrelid = table_name AND b.attnum = k.attnum
+               WHERE v.attname <> b.attname LOOP
+      EXECUTE format('ALTER VIEW %s RENAME COLUMN %I TO %I', checked_view, col.old_name, col.new_name);
+    END LOOP;
+    -- The table's new columns, at the end of the view.
+    SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO columns
+    FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.attgenerated = '' AND NOT (a.attname = ANY (derived))
+      AND a.attnum > (SELECT max(d.refobjsubid) FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                      WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = view_oid AND d.refobjid = table_name);
+    IF columns IS NOT NULL THEN
+      EXECUTE format('CREATE OR REPLACE VIEW %s AS SELECT %s, %s FROM %s t', checked_view,
+                     (SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) FROM pg_attribute a
+                      WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped),
+                     columns, table_name);
+    END IF;
+  END IF;
+  -- The view's defaults are the table's (an INSERT through it that leaves a column out gets the
+  -- table's default, not NULL).
+  FOR col IN SELECT v.attname, pg_get_expr(td.adbin, td.adrelid) AS want, pg_get_expr(vd.adbin, vd.adrelid) AS have
+             FROM pg_attribute v
+             JOIN pg_attribute a ON a.attrelid = table_name AND a.attname = v.attname AND NOT a.attisdropped
+                                    AND a.attgenerated = ''
+             LEFT JOIN pg_attrdef td ON td.adrelid = a.attrelid AND td.adnum = a.attnum
+             LEFT JOIN pg_attrdef vd ON vd.adrelid = v.attrelid AND vd.adnum = v.attnum
+             WHERE v.attrelid = to_regclass(checked_view) AND v.attnum > 0 AND NOT v.attisdropped LOOP
+    CONTINUE WHEN col.want IS NOT DISTINCT FROM col.have;
+    EXECUTE format('ALTER VIEW %s ALTER COLUMN %I %s', checked_view, col.attname,
+                   CASE WHEN col.want IS NULL THEN 'DROP DEFAULT' ELSE 'SET DEFAULT ' || col.want END);
+  END LOOP;
+  PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+  -- A write to the table itself that gives no registered fingerprint is refused on the coordinator.
+  IF NOT EXISTS (SELECT FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                 JOIN pg_depend p ON p.classid = 'pg_attrdef'::regclass AND p.objid = d.oid
+                   AND p.refclassid = 'pg_proc'::regclass
+                   AND p.refobjid = 'simhash_internal.registry_unchecked(text, text, text)'::regprocedure
+                 WHERE a.attrelid = table_name AND a.attname = registered) THEN
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT simhash_internal.registry_unchecked(%L, %L, %L)',
+                   table_name, registered, table_name::text, text_column, checked_view);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_view(regclass, name) IS
+  'Makes the view of a registry attachment, or brings its columns and defaults in step with the table';
+
+CREATE FUNCTION simhash_internal.registry_ddl_command_end()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att record;
+BEGIN
+  FOR att IN SELECT DISTINCT s.table_name, s.text_column
+             FROM pg_event_trigger_ddl_commands() c
+             JOIN pg_trigger t ON t.tgrelid = c.objid AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure
+             CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
+             WHERE c.classid = 'pg_class'::regclass AND s.registry LOOP
+    PERFORM simhash_internal.registry_view(att.table_name, att.text_column);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_ddl_command_end() IS
+  'After ALTER TABLE of a table attached with registry => true, brings its view in step with it';
+CREATE EVENT TRIGGER simhash_registry_ddl_command_end ON ddl_command_end WHEN TAG IN ('ALTER TABLE')
+  EXECUTE FUNCTION simhash_internal.registry_ddl_command_end();
 
 -- sql/src/near_duplicates_sql.sql of 0.4.0.
 -- simhash_near_duplicates_sql(): a lookup's probe plan as one SQL query, for EXPLAIN.
@@ -955,3 +1112,17 @@ $$;
 COMMENT ON FUNCTION simhash_internal.rename_column(regclass, name, name) IS
   'Before an attached text column is renamed, renames the columns derived from it and remakes its trigger';
 
+
+-- Registry attachments made by 0.3.0 (Citus): their view gets the columns and defaults of the table,
+-- and <col>_registered the default that refuses writes bypassing the view (on the coordinator only;
+-- elsewhere registry_view does nothing). Their view triggers keep their arguments: registry_insert
+-- reads the first two.
+DO $$
+DECLARE
+  att record;
+BEGIN
+  FOR att IN SELECT a.table_name, a.text_column FROM @extschema@.simhash_attachments() a WHERE a.registry LOOP
+    PERFORM simhash_internal.registry_view(att.table_name, att.text_column);
+  END LOOP;
+END
+$$;

@@ -81,6 +81,8 @@ mod simhash_internal {
 
     /// The attachment a `simhash_trigger()` trigger's arguments record, with the names of the columns
     /// derived from it; no row when they are not a simhash_trigger()'s.
+    // pgrx reads the output columns from the signature: the type cannot be an alias.
+    #[allow(clippy::type_complexity)]
     #[pg_extern(immutable, strict, parallel_safe, name = "decode_attachment")]
     fn decode_attachment(
         tgargs: &[u8],
