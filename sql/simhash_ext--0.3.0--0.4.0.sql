@@ -1114,15 +1114,44 @@ COMMENT ON FUNCTION simhash_internal.rename_column(regclass, name, name) IS
 
 
 -- Registry attachments made by 0.3.0 (Citus): their view gets the columns and defaults of the table,
--- and <col>_registered the default that refuses writes bypassing the view (on the coordinator only;
--- elsewhere registry_view does nothing). Their view triggers keep their arguments: registry_insert
--- reads the first two.
+-- and <col>_registered the default that refuses writes bypassing the view, as simhash_attach() of
+-- 0.4.0 leaves them. Their view triggers keep their arguments: registry_insert reads the first two.
+-- Citus runs ALTER EXTENSION ... UPDATE on the coordinator first and then on each worker, in one
+-- distributed transaction: while this script runs on the coordinator, the workers have no
+-- simhash_internal yet, and an ALTER TABLE propagated to them that names registry_unchecked()
+-- fails. So nothing here propagates DDL: each node sets the default on its own copy of the table
+-- (on the coordinator the table itself, on a worker its shell table) and on the shards of the table
+-- that it holds, and the coordinator makes or updates the view (registry_view does nothing elsewhere).
 DO $$
 DECLARE
   att record;
+  rel text;
+  ddl_propagation text := current_setting('citus.enable_ddl_propagation', true);
 BEGIN
-  FOR att IN SELECT a.table_name, a.text_column FROM @extschema@.simhash_attachments() a WHERE a.registry LOOP
+  IF ddl_propagation IS NOT NULL THEN
+    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+  END IF;
+  FOR att IN SELECT a.table_name, a.text_column, n.nspname, c.relname, o.registered_column, o.checked_view
+             FROM @extschema@.simhash_attachments() a
+             JOIN pg_catalog.pg_class c ON c.oid = a.table_name
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             CROSS JOIN LATERAL simhash_internal.object_names(a.table_name, a.text_column) o
+             WHERE a.registry AND (SELECT d.method FROM simhash_internal.distribution(a.table_name) d) = 'h' LOOP
+    -- This node's copy of the table and its shards here (shard_name() leaves the schema out for public).
+    FOR rel IN EXECUTE
+        'SELECT format(''%I.%I'', $2, $3) '
+        'UNION ALL SELECT CASE WHEN $2 = ''public'' THEN ''public.'' ELSE '''' END || pg_catalog.shard_name($1, s.shardid) '
+        'FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid '
+        'WHERE s.logicalrelid = $1 AND p.groupid = (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l)'
+        USING att.table_name, att.nspname, att.relname LOOP
+      EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT simhash_internal.registry_unchecked(%L, %L, %L)',
+                     rel, att.registered_column, format('%I.%I', att.nspname, att.relname), att.text_column,
+                     format('%I.%I', att.nspname, att.checked_view));
+    END LOOP;
     PERFORM simhash_internal.registry_view(att.table_name, att.text_column);
   END LOOP;
+  IF ddl_propagation IS NOT NULL THEN
+    PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+  END IF;
 END
 $$;
