@@ -21,7 +21,8 @@
 //! `PAIR i j simhash_distance estimate_per_spec... bands_per_spec...`.
 //!
 //! `throughput`: per round, over all texts in this one thread, the default `simhash()` and then
-//! `minhash()` per SPEC, interleaved for `--reps` rounds (default 5); prints
+//! `minhash()` per SPEC, interleaved for `--reps` rounds (default 5), each over the texts `--loops`
+//! times (default 1); prints
 //! `ROUND r name bytes cpu_seconds wall_seconds` per measurement (CPU time of this thread from
 //! /proc/thread-self/stat, 10 ms ticks).
 //!
@@ -36,7 +37,11 @@ use simhash_core::{fingerprint, hamming, Options};
 
 fn parse_spec(spec: &str) -> MinHashOptions {
     let p: Vec<&str> = spec.split(':').collect();
-    assert_eq!(p.len(), 5, "SPEC is tokenizer:shingle:stopwords:fold:k, got {spec:?}");
+    assert_eq!(
+        p.len(),
+        5,
+        "SPEC is tokenizer:shingle:stopwords:fold:k, got {spec:?}"
+    );
     MinHashOptions::parse(
         p[0],
         p[1].parse().expect("shingle"),
@@ -58,6 +63,7 @@ struct Args {
     specs: Vec<(String, MinHashOptions)>,
     lsh: Vec<String>,
     reps: usize,
+    loops: usize,
     min: f64,
 }
 
@@ -71,6 +77,7 @@ fn args() -> Args {
         specs: Vec::new(),
         lsh: Vec::new(),
         reps: 5,
+        loops: 1,
         min: 0.3,
     };
     while let Some(x) = it.next() {
@@ -79,6 +86,7 @@ fn args() -> Args {
             "--config" => a.specs.push((v.clone(), parse_spec(&v))),
             "--lsh" => a.lsh.push(v),
             "--reps" => a.reps = v.parse().expect("reps"),
+            "--loops" => a.loops = v.parse().expect("loops"),
             "--min" => a.min = v.parse().expect("min"),
             other => panic!("unknown argument {other}"),
         }
@@ -121,7 +129,11 @@ fn main() {
                         (Some(sx), Some(sy)) => {
                             out.push(format!("{:.6}", exact_jaccard(x, y, o)));
                             out.push(format!("{:.6}", similarity(&sx, &sy).unwrap()));
-                            out.push(lsh.iter().map(|l| if shared(&sx, &sy, l) { '1' } else { '0' }).collect());
+                            out.push(
+                                lsh.iter()
+                                    .map(|l| if shared(&sx, &sy, l) { '1' } else { '0' })
+                                    .collect(),
+                            );
                         }
                         _ => out.extend(["-".to_string(), "-".to_string(), "-".to_string()]),
                     }
@@ -132,8 +144,11 @@ fn main() {
         "allpairs" => {
             let texts = lines(&a.file);
             let fps: Vec<Option<u64>> = texts.iter().map(|t| fingerprint(t, &simhash_opts)).collect();
-            let sigs: Vec<Vec<Option<Signature>>> =
-                a.specs.iter().map(|(_, o)| texts.iter().map(|t| minhash(t, o)).collect()).collect();
+            let sigs: Vec<Vec<Option<Signature>>> = a
+                .specs
+                .iter()
+                .map(|(_, o)| texts.iter().map(|t| minhash(t, o)).collect())
+                .collect();
             let keys: Vec<Vec<Vec<Option<Vec<i64>>>>> = a
                 .specs
                 .iter()
@@ -143,7 +158,10 @@ fn main() {
                         .iter()
                         .map(|l| {
                             let l = parse_lsh(l, o.k);
-                            sigs[si].iter().map(|s| s.as_ref().map(|s| band_keys(s, &l).unwrap())).collect()
+                            sigs[si]
+                                .iter()
+                                .map(|s| s.as_ref().map(|s| band_keys(s, &l).unwrap()))
+                                .collect()
                         })
                         .collect()
                 })
@@ -191,7 +209,8 @@ fn main() {
             }
         }
         "throughput" => {
-            let texts = lines(&a.file);
+            let one = lines(&a.file);
+            let texts: Vec<String> = (0..a.loops).flat_map(|_| one.iter().cloned()).collect();
             let bytes: usize = texts.iter().map(String::len).sum();
             for r in 0..a.reps {
                 let (c0, w0) = (cpu(), Instant::now());
@@ -200,7 +219,11 @@ fn main() {
                     sum = sum.wrapping_add(black_box(fingerprint(black_box(t), &simhash_opts)).unwrap_or(0));
                 }
                 black_box(sum);
-                println!("ROUND\t{r}\tsimhash\t{bytes}\t{:.3}\t{:.4}", cpu() - c0, w0.elapsed().as_secs_f64());
+                println!(
+                    "ROUND\t{r}\tsimhash\t{bytes}\t{:.3}\t{:.4}",
+                    cpu() - c0,
+                    w0.elapsed().as_secs_f64()
+                );
                 for (name, o) in &a.specs {
                     let (c0, w0) = (cpu(), Instant::now());
                     let mut sum = 0u64;
@@ -210,7 +233,11 @@ fn main() {
                         }
                     }
                     black_box(sum);
-                    println!("ROUND\t{r}\tminhash {name}\t{bytes}\t{:.3}\t{:.4}", cpu() - c0, w0.elapsed().as_secs_f64());
+                    println!(
+                        "ROUND\t{r}\tminhash {name}\t{bytes}\t{:.3}\t{:.4}",
+                        cpu() - c0,
+                        w0.elapsed().as_secs_f64()
+                    );
                 }
             }
         }
@@ -238,7 +265,11 @@ fn main() {
 /// CPU time used so far by this thread (utime + stime from /proc/thread-self/stat, 10 ms ticks).
 fn cpu() -> f64 {
     let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |x| x.1).split_whitespace().collect();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |x| x.1)
+        .split_whitespace()
+        .collect();
     let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
     (tick(11) + tick(12)) as f64 / 100.0
 }

@@ -83,11 +83,11 @@ use pipeline::for_each_feature_hash;
 use term_counts::TermCounts;
 
 pub use classes::{is_cjk_punctuation, is_ideograph};
+pub(crate) use minhash_tokens::for_each_word_token;
 pub use normalize::{
     fullwidth_ascii, is_normalized_quick, is_stable, normalize_into, normalize_into_checking_fold,
 };
 pub use words::for_each_word;
-pub(crate) use minhash_tokens::for_each_word_token;
 
 /// The hash of every feature of `text`, in order and with repeats, by the fast path: compared with
 /// [`crate::reference::reference_feature_hashes`] by the differential test.

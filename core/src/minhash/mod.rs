@@ -54,7 +54,6 @@ use crate::hash::fmix64;
 use crate::normalize::Chunking;
 use crate::options::{Fold, Tokenizer, MAX_SHINGLE};
 
-
 /// The format version written in byte 0 of every encoded signature.
 pub const FORMAT_VERSION: u8 = 1;
 /// Bytes of the header of an encoded signature.
@@ -66,6 +65,7 @@ const PROBE_SEED: u64 = 0x6465_6e73_6966_7931; // "densify1"
 const BAND_SEED: u64 = 0x6c73_685f_6261_6e64; // "lsh_band"
 /// Probes of the pseudo-random sequence before an empty bin takes the next non-empty bin instead.
 pub const MAX_PROBES: u32 = 1024;
+const _: () = assert!((MAX_PROBES as usize).is_multiple_of(PROBE_BLOCK));
 
 /// Errors of the MinHash functions other than memory (SQLSTATE 22023 for options, 22P03 for
 /// malformed signatures, 22000 for mismatched ones in SQL).
@@ -299,32 +299,100 @@ pub fn value_of(s: u64) -> u32 {
     s as u32
 }
 
-/// The `attempt`-th bin that the empty bin `bin` probes among `k`.
-#[inline]
+/// The probe sequence of the empty bin `bin`, which depends on the bin alone, never on the text
+/// (two texts probe alike). It comes in blocks of [`PROBE_BLOCK`] probes: block `b` has a state
+/// `x_b` — `x_0 = fmix64(PROBE_SEED ^ bin)`, then a 64-bit linear congruential generator (Knuth's
+/// MMIX constants) — and its probes are the bins ([`bin_of`]) of the products `x_b · PROBE_MULS[a]`,
+/// which the processor computes side by side and tests without a branch.
+#[derive(Clone, Copy)]
+struct Probes(u64);
+
+/// Probes per block of the probe sequence.
+pub const PROBE_BLOCK: usize = 8;
+const PROBE_MULS: [u64; PROBE_BLOCK] = [
+    0xb3af_710d_da15_8ee9,
+    0x142f_ed60_37f8_a55b,
+    0x30c2_e2a6_ef63_25ab,
+    0xf02b_cc76_de8d_5fd3,
+    0x8227_b3bb_d0b6_beb7,
+    0xf702_51d2_5615_2337,
+    0x3247_c4b8_80bb_18dd,
+    0xa8db_d569_2b3c_6a5d,
+];
+
+impl Probes {
+    #[inline(always)]
+    fn new(bin: usize) -> Self {
+        Probes(fmix64(PROBE_SEED ^ bin as u64))
+    }
+
+    /// Probe `a` of the current block.
+    #[inline(always)]
+    fn at(self, a: usize, k: usize) -> usize {
+        bin_of(self.0.wrapping_mul(PROBE_MULS[a]), k)
+    }
+
+    /// On to the next block.
+    #[inline(always)]
+    fn advance(&mut self) {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+    }
+}
+
+/// The `attempt`-th bin (from 0) that the empty bin `bin` probes among `k`.
 pub fn probe(bin: usize, attempt: u32, k: usize) -> usize {
-    bin_of(fmix64(PROBE_SEED ^ ((bin as u64) << 32) ^ u64::from(attempt)), k)
+    let mut p = Probes::new(bin);
+    for _ in 0..attempt as usize / PROBE_BLOCK {
+        p.advance();
+    }
+    p.at(attempt as usize % PROBE_BLOCK, k)
 }
 
 /// Optimal densification: `mins[i]` is the minimum of bin `i`, `None` when empty. An empty bin
 /// takes the value of the first non-empty bin among its probes `probe(i, 0)`, `probe(i, 1)`, …,
-/// `probe(i, MAX_PROBES − 1)`, or failing those (rare: fewer than one non-empty bin in 100 at most
-/// before this is likely) the next non-empty bin after `i`, cyclically. `None` when every bin is
+/// `probe(i, MAX_PROBES − 1)`, or failing those (rare: the chance is below e^−8 while at least one
+/// bin in 128 is non-empty) the next non-empty bin after `i`, cyclically. `None` when every bin is
 /// empty.
 pub fn densify(mins: &[Option<u32>]) -> Option<Vec<u32>> {
+    let raw: Vec<u64> = mins.iter().map(|m| m.map_or(EMPTY, u64::from)).collect();
+    densify_raw(&raw)
+}
+
+/// An empty bin in [`densify_raw`]'s input: every value is 32 bits.
+const EMPTY: u64 = u64::MAX;
+
+/// [`densify`] over minima kept as `u64`, [`EMPTY`] for an empty bin.
+fn densify_raw(mins: &[u64]) -> Option<Vec<u32>> {
     let k = mins.len();
-    if !mins.iter().any(Option::is_some) {
+    if mins.iter().all(|&m| m == EMPTY) {
         return None;
     }
+    let borrowed = |i: usize| -> u32 {
+        let mut p = Probes::new(i);
+        for _ in 0..MAX_PROBES as usize / PROBE_BLOCK {
+            // A block without a branch: its first non-empty probe wins.
+            let mut found = EMPTY;
+            for a in (0..PROBE_BLOCK).rev() {
+                let m = mins.get(p.at(a, k)).copied().unwrap_or(EMPTY);
+                found = if m != EMPTY { m } else { found };
+            }
+            if found != EMPTY {
+                return found as u32;
+            }
+            p.advance();
+        }
+        (1..k)
+            .map(|d| mins[(i + d) % k])
+            .find(|&m| m != EMPTY)
+            .map_or(0, |m| m as u32)
+    };
     Some(
-        (0..k)
-            .map(|i| {
-                mins[i].unwrap_or_else(|| {
-                    (0..MAX_PROBES)
-                        .find_map(|a| mins[probe(i, a, k)])
-                        .or_else(|| (1..k).find_map(|d| mins[(i + d) % k]))
-                        .expect("some bin is non-empty")
-                })
-            })
+        mins.iter()
+            .enumerate()
+            .map(|(i, &m)| if m == EMPTY { borrowed(i) } else { m as u32 })
             .collect(),
     )
 }
@@ -337,9 +405,7 @@ struct Bins {
 
 impl Bins {
     fn new(k: usize) -> Self {
-        Bins {
-            mins: vec![u64::MAX; k],
-        }
+        Bins { mins: vec![EMPTY; k] }
     }
 
     #[inline(always)]
@@ -356,12 +422,7 @@ impl Bins {
     }
 
     fn finish(&self) -> Option<Vec<u32>> {
-        let mins: Vec<Option<u32>> = self
-            .mins
-            .iter()
-            .map(|&m| (m != u64::MAX).then_some(m as u32))
-            .collect();
-        densify(&mins)
+        densify_raw(&self.mins)
     }
 }
 

@@ -2,7 +2,7 @@
 //! [`crate::options::Options`].
 
 use crate::error::OptionError;
-use crate::hash::{feature_hash, fmix64};
+use crate::hash::{fmix64, Fnv1a64};
 use crate::options::{Fold, Tokenizer, MAX_SHINGLE};
 
 /// How many tokens make one shingle.
@@ -78,7 +78,13 @@ impl Default for MinHashOptions {
 impl MinHashOptions {
     /// Parses the SQL arguments, naming the first bad option and its allowed values. `shingle = 0`
     /// is [`Shingle::Auto`]; `fold` takes `'none'`, `'simplified'` or `'auto'` (= `'simplified'`).
-    pub fn parse(tokenizer: &str, shingle: i32, stopwords: bool, fold: &str, k: i32) -> Result<Self, OptionError> {
+    pub fn parse(
+        tokenizer: &str,
+        shingle: i32,
+        stopwords: bool,
+        fold: &str,
+        k: i32,
+    ) -> Result<Self, OptionError> {
         let tokenizer = Tokenizer::parse(tokenizer)?;
         let shingle = match shingle {
             0 => Shingle::Auto,
@@ -87,7 +93,9 @@ impl MinHashOptions {
                 return Err(OptionError::new(
                     "shingle",
                     n.to_string(),
-                    format!("0 (per script: 3 after a Han character, else 2) or an integer from 1 to {MAX_SHINGLE}"),
+                    format!(
+                    "0 (per script: 3 after a Han character, else 2) or an integer from 1 to {MAX_SHINGLE}"
+                ),
                 ))
             }
         };
@@ -149,7 +157,29 @@ impl MinHashOptions {
     /// 24 bits that tell signatures of different shingles apart (stored in the signature's header):
     /// [`crate::minhash::similarity`] refuses to compare signatures whose tags differ.
     pub fn tag(&self) -> u32 {
-        (fmix64(feature_hash(&self.sanitized().canonical())) & 0x00FF_FFFF) as u32
+        let o = self.sanitized();
+        let tokenizer = match o.tokenizer {
+            Tokenizer::Jieba => "jieba",
+            Tokenizer::Word => "word",
+            Tokenizer::Char => "char",
+            Tokenizer::Bigram => "bigram",
+        };
+        // The bytes of `canonical()`, hashed without building the string.
+        let mut h = Fnv1a64::default();
+        h.write(b"minhash1:");
+        h.write(tokenizer.as_bytes());
+        h.write(b":");
+        match o.shingle {
+            Shingle::Auto => h.write(b"auto"),
+            Shingle::Fixed(n) => h.write(n.to_string().as_bytes()),
+        }
+        h.write(if o.stopwords { b":true:" } else { b":false:" });
+        h.write(if o.fold == Fold::Simplified {
+            b"simplified"
+        } else {
+            b"none"
+        });
+        (fmix64(fmix64(h.finish())) & 0x00FF_FFFF) as u32
     }
 }
 
@@ -206,7 +236,11 @@ pub fn parse_threshold(t: f64) -> Result<f64, OptionError> {
     if t.is_finite() && (0.0..=1.0).contains(&t) {
         Ok(t)
     } else {
-        Err(OptionError::new("threshold", t.to_string(), "a number from 0 to 1".into()))
+        Err(OptionError::new(
+            "threshold",
+            t.to_string(),
+            "a number from 0 to 1".into(),
+        ))
     }
 }
 
@@ -278,6 +312,16 @@ mod tests {
             .tag()
         );
         assert!(d.tag() < 1 << 24);
+        // The tag is the hash of the canonical text, computed without it.
+        for o in [
+            d,
+            MinHashOptions { stopwords: true, ..d },
+            MinHashOptions::parse("char", 3, false, "none", 64).unwrap(),
+            MinHashOptions::parse("bigram", 12, true, "auto", 64).unwrap(),
+        ] {
+            let want = (fmix64(crate::hash::feature_hash(&o.canonical())) & 0x00FF_FFFF) as u32;
+            assert_eq!(o.tag(), want, "{o:?}");
+        }
     }
 
     #[test]

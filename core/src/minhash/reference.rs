@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{densify, shingle_hash, Shingle, Signature};
 use super::{bin_of, value_of, MinHashOptions};
+use super::{densify, shingle_hash, Shingle, Signature};
 use crate::error::{memory_low, OutOfMemory};
 use crate::fold::to_simplified;
 use crate::hash::feature_hash;
@@ -27,7 +27,9 @@ pub fn reference_tokens(
     for chunk in chunks(text, chunking) {
         interrupt();
         if memory_low() {
-            return Err(OutOfMemory { features: tokens.len() });
+            return Err(OutOfMemory {
+                features: tokens.len(),
+            });
         }
         let mut normalized = normalize(chunk);
         if options.fold == Fold::Simplified {
@@ -51,7 +53,7 @@ pub(crate) fn one_han(token: &str) -> bool {
 /// The shingles of a token list, each as the list of its tokens: the window that ends at token
 /// `i` has `options.shingle.width(..)` tokens when there are that many up to `i`; a list with
 /// tokens but no full window gives one shingle of all of them.
-pub fn reference_shingles<'a>(tokens: &'a [String], shingle: Shingle) -> Vec<&'a [String]> {
+pub fn reference_shingles(tokens: &[String], shingle: Shingle) -> Vec<&[String]> {
     let mut out = Vec::new();
     for i in 0..tokens.len() {
         let w = shingle.width(one_han(&tokens[i]));
@@ -60,7 +62,7 @@ pub fn reference_shingles<'a>(tokens: &'a [String], shingle: Shingle) -> Vec<&'a
         }
     }
     if out.is_empty() && !tokens.is_empty() {
-        out.push(&tokens[..]);
+        out.push(tokens);
     }
     out
 }
@@ -91,7 +93,12 @@ pub fn reference_minhash(
         .collect();
     let k = options.k;
     let mins: Vec<Option<u32>> = (0..k)
-        .map(|bin| set.iter().filter(|&&s| bin_of(s, k) == bin).map(|&s| value_of(s)).min())
+        .map(|bin| {
+            set.iter()
+                .filter(|&&s| bin_of(s, k) == bin)
+                .map(|&s| value_of(s))
+                .min()
+        })
         .collect();
     Ok(densify(&mins).map(|v| Signature::from_parts(options.tag(), v)))
 }
@@ -99,8 +106,12 @@ pub fn reference_minhash(
 /// The exact Jaccard similarity of the shingle sets of two texts (for the benchmark's S-curve and
 /// the tests of the estimate).
 pub fn exact_jaccard(a: &str, b: &str, options: &MinHashOptions) -> f64 {
-    let sa: BTreeSet<u64> = reference_shingle_hashes(a, options, Chunking::default()).into_iter().collect();
-    let sb: BTreeSet<u64> = reference_shingle_hashes(b, options, Chunking::default()).into_iter().collect();
+    let sa: BTreeSet<u64> = reference_shingle_hashes(a, options, Chunking::default())
+        .into_iter()
+        .collect();
+    let sb: BTreeSet<u64> = reference_shingle_hashes(b, options, Chunking::default())
+        .into_iter()
+        .collect();
     let union = sa.union(&sb).count();
     if union == 0 {
         return 0.0;
