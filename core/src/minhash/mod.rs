@@ -14,10 +14,11 @@
 //! 4. **One-permutation hashing** (Li, Owen and Zhang 2012): the shingle hash `s` falls into bin
 //!    `⌊(s >> 32) · k / 2^32⌋` and its low 32 bits compete for that bin's minimum. Each shingle costs
 //!    one hash and one comparison, whatever `k`.
-//! 5. **Optimal densification** (Shrivastava 2017): an empty bin `i` takes the minimum of the first
-//!    non-empty bin of its own pseudo-random probe sequence ([`densify`]); two texts probe the same
-//!    sequence, so the probability that a bin agrees stays the Jaccard similarity of their shingle
-//!    sets.
+//! 5. **Densification** (optimal densification, Shrivastava 2017, in its scattering form, "fast
+//!    densification" of Mai et al. 2019): each empty bin takes the value of the non-empty bin that
+//!    reaches it first in a pseudo-random order of events fixed for all texts ([`densify`]); so
+//!    the probability that a bin agrees between two texts stays the Jaccard similarity of their
+//!    shingle sets, and the work is about `k · ln k` steps however short the text.
 //!
 //! A text without any kept token has no signature (`None`, SQL NULL), as it has no SimHash.
 //!
@@ -61,11 +62,10 @@ pub const HEADER_BYTES: usize = 4;
 
 const SHINGLE_SEED: u64 = 0x6d69_6e68_6173_6831; // "minhash1"
 const SHINGLE_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
-const PROBE_SEED: u64 = 0x6465_6e73_6966_7931; // "densify1"
+const SCATTER_SEED: u64 = 0x6465_6e73_6966_7931; // "densify1"
 const BAND_SEED: u64 = 0x6c73_685f_6261_6e64; // "lsh_band"
-/// Probes of the pseudo-random sequence before an empty bin takes the next non-empty bin instead.
-pub const MAX_PROBES: u32 = 1024;
-const _: () = assert!((MAX_PROBES as usize).is_multiple_of(PROBE_BLOCK));
+/// Rounds of the scatter of [`densify`] before the empty bins left take the next non-empty bin.
+pub const MAX_ROUNDS: u32 = 4096;
 
 /// Errors of the MinHash functions other than memory (SQLSTATE 22023 for options, 22P03 for
 /// malformed signatures, 22000 for mismatched ones in SQL).
@@ -299,63 +299,35 @@ pub fn value_of(s: u64) -> u32 {
     s as u32
 }
 
-/// The probe sequence of the empty bin `bin`, which depends on the bin alone, never on the text
-/// (two texts probe alike). It comes in blocks of [`PROBE_BLOCK`] probes: block `b` has a state
-/// `x_b` — `x_0 = fmix64(PROBE_SEED ^ bin)`, then a 64-bit linear congruential generator (Knuth's
-/// MMIX constants) — and its probes are the bins ([`bin_of`]) of the products `x_b · PROBE_MULS[a]`,
-/// which the processor computes side by side and tests without a branch.
-#[derive(Clone, Copy)]
-struct Probes(u64);
-
-/// Probes per block of the probe sequence.
-pub const PROBE_BLOCK: usize = 8;
-const PROBE_MULS: [u64; PROBE_BLOCK] = [
-    0xb3af_710d_da15_8ee9,
-    0x142f_ed60_37f8_a55b,
-    0x30c2_e2a6_ef63_25ab,
-    0xf02b_cc76_de8d_5fd3,
-    0x8227_b3bb_d0b6_beb7,
-    0xf702_51d2_5615_2337,
-    0x3247_c4b8_80bb_18dd,
-    0xa8db_d569_2b3c_6a5d,
-];
-
-impl Probes {
-    #[inline(always)]
-    fn new(bin: usize) -> Self {
-        Probes(fmix64(PROBE_SEED ^ bin as u64))
+/// The target of the non-empty bin `j` in round `round` (from 0) of the scatter of [`densify`]:
+/// a 64-bit linear congruential generator (Knuth's MMIX constants) started at
+/// `fmix64(SCATTER_SEED ^ j)` and stepped once per round; each state's high 32 bits pick the bin as
+/// [`bin_of`] does. It depends on `j` and the round alone, never on the text.
+pub fn scatter_target(j: usize, round: u32, k: usize) -> usize {
+    let mut x = fmix64(SCATTER_SEED ^ j as u64);
+    for _ in 0..=round {
+        x = lcg(x);
     }
-
-    /// Probe `a` of the current block.
-    #[inline(always)]
-    fn at(self, a: usize, k: usize) -> usize {
-        bin_of(self.0.wrapping_mul(PROBE_MULS[a]), k)
-    }
-
-    /// On to the next block.
-    #[inline(always)]
-    fn advance(&mut self) {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-    }
+    bin_of(x, k)
 }
 
-/// The `attempt`-th bin (from 0) that the empty bin `bin` probes among `k`.
-pub fn probe(bin: usize, attempt: u32, k: usize) -> usize {
-    let mut p = Probes::new(bin);
-    for _ in 0..attempt as usize / PROBE_BLOCK {
-        p.advance();
-    }
-    p.at(attempt as usize % PROBE_BLOCK, k)
+#[inline(always)]
+fn lcg(x: u64) -> u64 {
+    x.wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407)
 }
 
-/// Optimal densification: `mins[i]` is the minimum of bin `i`, `None` when empty. An empty bin
-/// takes the value of the first non-empty bin among its probes `probe(i, 0)`, `probe(i, 1)`, …,
-/// `probe(i, MAX_PROBES − 1)`, or failing those (rare: the chance is below e^−8 while at least one
-/// bin in 128 is non-empty) the next non-empty bin after `i`, cyclically. `None` when every bin is
-/// empty.
+/// Densification: `mins[i]` is the minimum of bin `i`, `None` when empty; `None` when every bin
+/// is empty. An empty bin takes the value of a non-empty one, chosen by an order that does not
+/// depend on the text — the first event `(round, j)`, in the order of rounds and then of `j`, at
+/// which a non-empty bin `j` targets it ([`scatter_target`]), or, if none does within
+/// [`MAX_ROUNDS`] rounds, the next non-empty bin after it, cyclically. Since the order is the same
+/// for every text, an empty bin of two texts agrees exactly when the first event over the union of
+/// their non-empty bins comes from a bin where both texts have the same minimum: the probability
+/// that a bin agrees stays the Jaccard similarity, as in optimal densification (Shrivastava 2017),
+/// of which this is the variant that scatters from the non-empty bins instead of probing from the
+/// empty ones (Mai et al. 2019 call it fast densification): about `k · ln k` steps in all, however
+/// few the shingles, where probing takes `k / m` steps per empty bin for `m` non-empty bins.
 pub fn densify(mins: &[Option<u32>]) -> Option<Vec<u32>> {
     let raw: Vec<u64> = mins.iter().map(|m| m.map_or(EMPTY, u64::from)).collect();
     densify_raw(&raw)
@@ -367,34 +339,42 @@ const EMPTY: u64 = u64::MAX;
 /// [`densify`] over minima kept as `u64`, [`EMPTY`] for an empty bin.
 fn densify_raw(mins: &[u64]) -> Option<Vec<u32>> {
     let k = mins.len();
-    if mins.iter().all(|&m| m == EMPTY) {
+    // The non-empty bins in order, each with its generator's state and its value.
+    let mut sources: Vec<(u64, u64)> = mins
+        .iter()
+        .enumerate()
+        .filter(|&(_, &m)| m != EMPTY)
+        .map(|(j, &m)| (fmix64(SCATTER_SEED ^ j as u64), m))
+        .collect();
+    if sources.is_empty() {
         return None;
     }
-    let borrowed = |i: usize| -> u32 {
-        let mut p = Probes::new(i);
-        for _ in 0..MAX_PROBES as usize / PROBE_BLOCK {
-            // A block without a branch: its first non-empty probe wins.
-            let mut found = EMPTY;
-            for a in (0..PROBE_BLOCK).rev() {
-                let m = mins.get(p.at(a, k)).copied().unwrap_or(EMPTY);
-                found = if m != EMPTY { m } else { found };
+    let mut out = mins.to_vec();
+    let mut missing = k - sources.len();
+    let mut round = 0;
+    while missing > 0 && round < MAX_ROUNDS {
+        for (x, v) in sources.iter_mut() {
+            *x = lcg(*x);
+            if let Some(slot) = out.get_mut(bin_of(*x, k)) {
+                // The first event wins: a bin already filled (or non-empty) keeps its value.
+                let fill = *slot == EMPTY;
+                *slot = if fill { *v } else { *slot };
+                missing -= usize::from(fill);
             }
-            if found != EMPTY {
-                return found as u32;
-            }
-            p.advance();
         }
-        (1..k)
-            .map(|d| mins[(i + d) % k])
-            .find(|&m| m != EMPTY)
-            .map_or(0, |m| m as u32)
-    };
-    Some(
-        mins.iter()
-            .enumerate()
-            .map(|(i, &m)| if m == EMPTY { borrowed(i) } else { m as u32 })
-            .collect(),
-    )
+        round += 1;
+    }
+    if missing > 0 {
+        for i in 0..k {
+            if out[i] == EMPTY {
+                out[i] = (1..k)
+                    .map(|d| mins[(i + d) % k])
+                    .find(|&m| m != EMPTY)
+                    .unwrap_or(0);
+            }
+        }
+    }
+    Some(out.into_iter().map(|m| m as u32).collect())
 }
 
 /// The minimum per bin, as the fast path keeps it: `u64::MAX` marks an empty bin (a value is 32

@@ -203,39 +203,52 @@ fn densify_fills_empty_bins_from_non_empty_ones() {
     assert_eq!(densify(&[None, None]), None);
     assert_eq!(densify(&[]), None);
     assert_eq!(densify(&[None, Some(5), None, None]), Some(vec![5; 4]));
-    let mins: Vec<Option<u32>> = (0..64).map(|i| (i % 3 == 0).then_some(i)).collect();
-    let dense = densify(&mins).unwrap();
-    for (i, m) in mins.iter().enumerate() {
-        match m {
-            Some(v) => assert_eq!(dense[i], *v),
-            // The first non-empty bin of the probe sequence, by `probe` one attempt at a time.
-            None => {
-                let first = (0..MAX_PROBES)
-                    .map(|a| probe(i, a, 64))
-                    .find(|&j| mins[j].is_some());
-                assert_eq!(Some(dense[i]), mins[first.unwrap()]);
+    // Each empty bin: the first event (round, then non-empty bin in order) that targets it, by the
+    // definition, one `scatter_target` at a time.
+    let by_definition = |mins: &[Option<u32>], i: usize| -> u32 {
+        let k = mins.len();
+        for round in 0..MAX_ROUNDS {
+            for (j, m) in mins.iter().enumerate() {
+                if let Some(v) = m {
+                    if scatter_target(j, round, k) == i {
+                        return *v;
+                    }
+                }
+            }
+        }
+        (1..k).find_map(|d| mins[(i + d) % k]).unwrap()
+    };
+    for (k, every) in [(64usize, 3usize), (128, 13), (128, 64), (32, 31)] {
+        let mins: Vec<Option<u32>> = (0..k)
+            .map(|i| (i % every == 0).then_some(i as u32 * 7 + 1))
+            .collect();
+        let dense = densify(&mins).unwrap();
+        for (i, m) in mins.iter().enumerate() {
+            match m {
+                Some(v) => assert_eq!(dense[i], *v),
+                None => assert_eq!(dense[i], by_definition(&mins, i), "k {k}, bin {i}"),
             }
         }
     }
-    // A sparse case for the cyclic fallback: one bin of 1024 filled; whatever the route, the value.
+    // The cyclic fallback: one bin of 1024 filled cannot reach every other within the rounds.
     let mut sparse = vec![None; 1024];
     sparse[700] = Some(9);
     assert_eq!(densify(&sparse), Some(vec![9; 1024]));
-    // A pair with one shared non-empty bin and one differing: the densified bins agree exactly
-    // where their probe sequences reach the shared bin first (the coupling that keeps the LSH
-    // property), and the count of agreeing bins is what `similarity` reports.
+    // A pair with one shared non-empty bin and one differing: a densified bin agrees exactly when
+    // the first event over the union of non-empty bins comes from the shared one (the coupling
+    // that keeps the LSH property).
     let (mut x, mut y) = (vec![None; 32], vec![None; 32]);
     x[3] = Some(1);
     y[3] = Some(1);
     x[20] = Some(2);
     y[20] = Some(3);
     let (dx, dy) = (densify(&x).unwrap(), densify(&y).unwrap());
+    let mut union = vec![None; 32];
+    union[3] = Some(0);
+    union[20] = Some(1);
     for i in 0..32 {
-        let first = (0..MAX_PROBES)
-            .map(|a| probe(i, a, 32))
-            .find(|&j| j == 3 || j == 20);
-        let want_equal = i == 3 || (i != 20 && first == Some(3));
-        assert_eq!(dx[i] == dy[i], want_equal, "bin {i}");
+        let from_shared = i == 3 || (i != 20 && by_definition(&union, i) == 0);
+        assert_eq!(dx[i] == dy[i], from_shared, "bin {i}");
     }
     // One short text: few shingles spread over all bins.
     let s = sig("hello world");
@@ -357,12 +370,12 @@ type Golden = (u64, [u8; 4], [u32; 4], [i64; 3]);
 
 #[rustfmt::skip]
 const GOLDEN: [Golden; 6] = [
-    (0x42b4053a44120090, [0x01, 0x11, 0xdf, 0xb5], [0x22dd8bd2, 0x8bb80d43, 0x22dd8bd2, 0x22dd8bd2], [7949711719524967260, -2058356318816968503, 6935278747528305327]),
-    (0xf73653b40e4618fd, [0x01, 0x11, 0xdf, 0xb5], [0x58d62c8c, 0x3a2dd6e8, 0x58d62c8c, 0x58d62c8c], [-7248409084957546515, 6147740175612299790, 8510240521504606121]),
-    (0x47ca7f7bb6f39240, [0x01, 0x11, 0xdf, 0xb5], [0x5aff76b7, 0xc8a43b7f, 0x829fad35, 0xe773110c], [-5202634154568508770, 7322030563114070983, 4937797910071246247]),
-    (0x79fadb0ef7fcb406, [0x01, 0x11, 0xdf, 0xb5], [0xe627990d, 0xe3450574, 0x7f22067c, 0x235ec610], [1944127379647175434, 4836524898766778372, 4391954704667663069]),
-    (0x7df2acc716e2e44a, [0x01, 0x38, 0x71, 0x94], [0x22dd8bd2, 0x171c8261, 0x757d7503, 0x0a457a40], [-7532221762484700768, -696672745704894016, -7491028128391543023]),
-    (0xfc77bb0ba0dac2f0, [0x01, 0x5f, 0x1c, 0xa9], [0xc90e7fbf, 0x42c1ad11, 0xc90e7fbf, 0x1c7651cd], [-8116476175252452753, 1038961168094273135, -4956726013303432721]),
+    (0x05e0a10e787ee136, [0x01, 0x11, 0xdf, 0xb5], [0x4db1f1b2, 0x22dd8bd2, 0x901b9c57, 0x22dd8bd2], [-7701358768390885412, -975894113193155067, -1217001233237770089]),
+    (0x81d3f5641cbaab7c, [0x01, 0x11, 0xdf, 0xb5], [0x745a884a, 0x90728f8f, 0x58d62c8c, 0xd5f7c07d], [-5053973368171301877, 7243998301813082491, -497429080795084212]),
+    (0x4bc6b0fb80e4ef2b, [0x01, 0x11, 0xdf, 0xb5], [0xbdbb714d, 0x1eab1f38, 0xc8a43b7f, 0x02ca7db7], [-3788598334393256823, -8113242525179444408, -2030264707972519219]),
+    (0xa4fb5e865dacbfd4, [0x01, 0x11, 0xdf, 0xb5], [0xe3450574, 0x959a9e14, 0x0cc67c5e, 0x0cc67c5e], [4527593617051388883, -7742913750390861887, 5675695500341097333]),
+    (0xc1949937762ac809, [0x01, 0x38, 0x71, 0x94], [0x22dd8bd2, 0x171c8261, 0x757d7503, 0x4db1f1b2], [-8461497496654292551, -4058877460308160245, -3705291553171200016]),
+    (0x7f0392b94e82d3d6, [0x01, 0x5f, 0x1c, 0xa9], [0x3cee1883, 0x3cee1883, 0x42c1ad11, 0xb1392db2], [-7980835753699439837, -5290019978934325463, -4482144251190415633]),
 ];
 
 proptest! {
