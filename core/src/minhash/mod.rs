@@ -29,8 +29,8 @@
 //! could flip. Every window ending at a Han character has 3 tokens and every window ending at a word
 //! 2, so a Chinese passage in an English text is shingled as Chinese and the English around it as
 //! English, and the windows across the border join the last tokens of one with the first of the
-//! other, as a plain shingle would. Han characters of the other scripts' Unicode blocks (kana,
-//! Hangul syllables) are not Han: UAX #29 gives them as their own tokens, shingled by 2.
+//! other, as a plain shingle would. Kana and Hangul are not Han: their tokens (UAX #29 words or
+//! single characters) end windows of 2.
 //!
 //! # Stored form
 //!
@@ -38,6 +38,19 @@
 //! the options, little-endian) and the `k` values as 32-bit little-endian integers: 516 bytes at
 //! `k = 128`. [`Signature::decode`] refuses anything else. The golden vectors in the tests pin the
 //! encoded signatures and band keys of fixed texts.
+//!
+//! # For the SQL layer
+//!
+//! | SQL (planned) | here |
+//! | --- | --- |
+//! | `minhash(text, tokenizer, shingle, stopwords, fold, k)` → `bytea` | [`MinHashOptions::parse`], then [`try_minhash_with`] (chunking, interrupt check; `Ok(None)` is NULL) and [`Signature::encode`] |
+//! | `minhash_similarity(bytea, bytea)` → `float8` | [`similarity_encoded`] |
+//! | `minhash_bands(bytea, bands, rows)` → `int8[]` | [`Lsh::parse`] (with the signature's k), [`band_keys_encoded`] |
+//! | the lookup contract | [`is_match`]: shares a band and estimate ≥ threshold ([`parse_threshold`]) |
+//!
+//! Errors are values: [`crate::error::OptionError`] for options (SQLSTATE 22023),
+//! [`MinHashError::Malformed`] for bytes that are not a signature, [`MinHashError::Mismatch`] for
+//! signatures of different k or options or bands that do not fit; no input panics.
 
 mod options;
 pub mod reference;
