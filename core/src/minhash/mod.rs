@@ -15,10 +15,11 @@
 //!    `⌊(s >> 32) · k / 2^32⌋` and its low 32 bits compete for that bin's minimum. Each shingle costs
 //!    one hash and one comparison, whatever `k`.
 //! 5. **Densification** (optimal densification, Shrivastava 2017, in its scattering form, "fast
-//!    densification" of Mai et al. 2019): each empty bin takes the value of the non-empty bin that
-//!    reaches it first in a pseudo-random order of events fixed for all texts ([`densify`]); so
-//!    the probability that a bin agrees between two texts stays the Jaccard similarity of their
-//!    shingle sets, and the work is about `k · ln k` steps however short the text.
+//!    densification" of Mai et al. 2019, with a bounded number of rounds): each empty bin takes the
+//!    value of the non-empty bin that reaches it first in a pseudo-random order of events fixed for
+//!    all texts, or after [`MAX_ROUNDS`] rounds the next non-empty bin ([`densify`]); so the
+//!    probability that a bin agrees between two texts stays the Jaccard similarity of their shingle
+//!    sets, and the work is at most `MAX_ROUNDS` steps per non-empty bin and one sweep of the bins.
 //!
 //! A text without any kept token has no signature (`None`, SQL NULL), as it has no SimHash.
 //!
@@ -77,8 +78,10 @@ const SHINGLE_SEED: u64 = 0x6d69_6e68_6173_6831; // "minhash1"
 const SHINGLE_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 const SCATTER_SEED: u64 = 0x6465_6e73_6966_7931; // "densify1"
 const BAND_SEED: u64 = 0x6c73_685f_6261_6e64; // "lsh_band"
-/// Rounds of the scatter of [`densify`] before the empty bins left take the next non-empty bin.
-pub const MAX_ROUNDS: u32 = 4096;
+/// Rounds of the scatter of [`densify`] before the empty bins left take the next non-empty bin:
+/// 32 measured against 16 and 4096 (bench/README.md, section 9) as the cost of short texts against
+/// their precision.
+pub const MAX_ROUNDS: u32 = 32;
 
 /// Errors of the MinHash functions other than memory (SQLSTATE 22023 for options, 22P03 for
 /// malformed signatures, 22000 for mismatched ones in SQL).
@@ -335,12 +338,16 @@ fn lcg(x: u64) -> u64 {
 /// depend on the text — the first event `(round, j)`, in the order of rounds and then of `j`, at
 /// which a non-empty bin `j` targets it ([`scatter_target`]), or, if none does within
 /// [`MAX_ROUNDS`] rounds, the next non-empty bin after it, cyclically. Since the order is the same
-/// for every text, an empty bin of two texts agrees exactly when the first event over the union of
-/// their non-empty bins comes from a bin where both texts have the same minimum: the probability
-/// that a bin agrees stays the Jaccard similarity, as in optimal densification (Shrivastava 2017),
-/// of which this is the variant that scatters from the non-empty bins instead of probing from the
-/// empty ones (Mai et al. 2019 call it fast densification): about `k · ln k` steps in all, however
-/// few the shingles, where probing takes `k / m` steps per empty bin for `m` non-empty bins.
+/// for every text, an empty bin of two texts agrees exactly when the first candidate in that order
+/// that is non-empty in either text is non-empty in both and holds the same minimum: the
+/// probability that a bin agrees stays the Jaccard similarity. This is optimal densification
+/// (Shrivastava 2017) in the form that scatters from the non-empty bins instead of probing from the
+/// empty ones (Mai et al. 2019, "fast densification"): with `m` non-empty bins, a round fills an
+/// empty bin with probability about `m / k`, so texts of more than about 20 distinct shingles (at
+/// k = 128) fill every bin within the rounds, and shorter ones leave a few bins to the cyclic rule,
+/// whose neighbouring bins share a source (a somewhat noisier estimate, measured in
+/// bench/results/minhash_accuracy.md). The work is at most [`MAX_ROUNDS`] steps per non-empty bin
+/// and one sweep of the `k` bins, where probing takes `k / m` steps per empty bin.
 pub fn densify(mins: &[Option<u32>]) -> Option<Vec<u32>> {
     let raw: Vec<u64> = mins.iter().map(|m| m.map_or(EMPTY, u64::from)).collect();
     densify_raw(&raw)
@@ -378,12 +385,15 @@ fn densify_raw(mins: &[u64]) -> Option<Vec<u32>> {
         round += 1;
     }
     if missing > 0 {
-        for i in 0..k {
+        // The next non-empty bin after each bin, cyclically, in one sweep from the end: start from
+        // the first non-empty bin (it follows the last bins), then walk down.
+        let mut next = mins.iter().copied().find(|&m| m != EMPTY).unwrap_or(EMPTY);
+        for i in (0..k).rev() {
             if out[i] == EMPTY {
-                out[i] = (1..k)
-                    .map(|d| mins[(i + d) % k])
-                    .find(|&m| m != EMPTY)
-                    .unwrap_or(0);
+                out[i] = next;
+            }
+            if mins[i] != EMPTY {
+                next = mins[i];
             }
         }
     }
