@@ -13,6 +13,7 @@
 //!
 //! Long run on branch `minhash-core` (commit 3cfe457, scatter densification), no difference found:
 //! 24,360 texts in 301 s, each with all 96 option sets and three chunkings.
+//! Again at commit 876e10b (32 scatter rounds, then the sweep): 16,200 texts in 151 s.
 
 use std::time::{Duration, Instant};
 
