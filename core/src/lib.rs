@@ -1,5 +1,6 @@
 //! The SimHash fingerprint of simhash_ext, free of PostgreSQL: normalize, tokenize, hash, accumulate,
-//! and cut into bands. The extension's SQL functions are thin wrappers around this crate.
+//! and cut into bands; and the MinHash signatures of the second method ([`minhash`]). The extension's
+//! SQL functions are thin wrappers around this crate.
 
 pub mod bands;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod fold;
 mod grow;
 pub mod hash;
 pub mod idf;
+pub mod minhash;
 pub mod normalize;
 pub mod options;
 pub mod pairs;

@@ -45,6 +45,7 @@
 //! | `hashing.rs` | step 6: feature hashes of bytes at hand; the pass-through hasher |
 //! | `term_counts.rs` | distinct features and their counts, in order of first occurrence |
 //! | `logtf.rs` | 'logtf' from the term counts, integers where the weights allow |
+//! | `minhash_tokens.rs` | the kept 'word' tokens of a text by hash, for MinHash ([`crate::minhash`]) |
 //! | `bits.rs` | steps 7–9: per-bit counts and float sums |
 //! | `mod.rs` | the entry points: one driver per weighting |
 
@@ -58,6 +59,7 @@ mod jieba;
 mod keep;
 mod keeper;
 mod logtf;
+mod minhash_tokens;
 mod normalize;
 mod pipeline;
 mod shingle;
@@ -81,6 +83,7 @@ use pipeline::for_each_feature_hash;
 use term_counts::TermCounts;
 
 pub use classes::{is_cjk_punctuation, is_ideograph};
+pub(crate) use minhash_tokens::for_each_word_token;
 pub use normalize::{
     fullwidth_ascii, is_normalized_quick, is_stable, normalize_into, normalize_into_checking_fold,
 };

@@ -50,7 +50,12 @@ pub(super) fn for_each_feature_hash(
 /// Step 1 and, with `fold`, folding of one chunk: the chunk itself when it is already normal and
 /// nothing is to be folded, else the text written into `buf` or `folded`.
 #[inline]
-fn normalize_chunk<'a>(chunk: &'a str, fold: bool, buf: &'a mut String, folded: &'a mut String) -> &'a str {
+pub(super) fn normalize_chunk<'a>(
+    chunk: &'a str,
+    fold: bool,
+    buf: &'a mut String,
+    folded: &'a mut String,
+) -> &'a str {
     let may_fold = if fold {
         normalize_into_checking_fold(chunk, buf)
     } else if is_normalized_quick(chunk) {
