@@ -26,16 +26,6 @@ ALTER FUNCTION simhash_registry_insert() SET SCHEMA simhash_internal;
 ALTER FUNCTION simhash_internal.simhash_registry_insert() RENAME TO registry_insert;
 
 -- The functions in Rust.
--- simhash_ext::fill::fill_stash
-CREATE  FUNCTION simhash_internal."fill_stash"(
-	"tableoid" oid, /* pg_sys :: Oid */
-	"row" tid, /* pg_sys :: ItemPointerData */
-	"fingerprint" bigint /* Option < i64 > */
-) RETURNS bool /* bool */
-PARALLEL RESTRICTED  
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_fill_stash_wrapper';
-
 -- simhash_ext::internal::simhash_internal::decode_attachment
 CREATE  FUNCTION simhash_internal."decode_attachment"(
 	"tgargs" bytea /* & [u8] */
@@ -75,6 +65,22 @@ IMMUTABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'encode_attachment_wrapper';
 
+-- simhash_ext::fill::fill_reset
+CREATE  FUNCTION simhash_internal."fill_reset"() RETURNS void
+STRICT PARALLEL UNSAFE  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_fill_reset_wrapper';
+
+-- simhash_ext::fill::fill_stash
+CREATE  FUNCTION simhash_internal."fill_stash"(
+	"tableoid" oid, /* pg_sys :: Oid */
+	"row" tid, /* pg_sys :: ItemPointerData */
+	"fingerprint" bigint /* Option < i64 > */
+) RETURNS bool /* bool */
+PARALLEL RESTRICTED  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_fill_stash_wrapper';
+
 -- simhash_ext::fill::fill_value
 CREATE  FUNCTION simhash_internal."fill_value"(
 	"tableoid" oid, /* pg_sys :: Oid */
@@ -89,12 +95,6 @@ CREATE  FUNCTION simhash_internal."fill_value"(
 PARALLEL UNSAFE  
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_fill_value_wrapper';
-
--- simhash_ext::fill::fill_reset
-CREATE  FUNCTION simhash_internal."fill_reset"() RETURNS void
-STRICT PARALLEL UNSAFE  
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_fill_reset_wrapper';
 
 -- simhash_ext::internal::simhash_internal::object_names
 CREATE  FUNCTION simhash_internal."object_names"(
@@ -128,6 +128,39 @@ CREATE  FUNCTION simhash_internal."trigger_args"(
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_trigger_args_wrapper';
+
+-- MinHash signatures (new in 0.4.0).
+-- simhash_ext::minhash::minhash
+CREATE  FUNCTION "minhash"(
+	"doc" text, /* Text */
+	"tokenizer" text DEFAULT 'word', /* Text */
+	"shingle" INT DEFAULT 0, /* i32 */
+	"stopwords" bool DEFAULT false, /* bool */
+	"fold" text DEFAULT 'auto', /* Text */
+	"k" INT DEFAULT 128 /* i32 */
+) RETURNS bytea /* :: std :: option :: Option < Vec < u8 > > */
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_wrapper';
+
+-- simhash_ext::minhash::minhash_bands
+CREATE  FUNCTION "minhash_bands"(
+	"signature" bytea, /* & [u8] */
+	"bands" INT DEFAULT 32, /* i32 */
+	"rows" INT DEFAULT 4 /* i32 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_bands_wrapper';
+
+-- simhash_ext::minhash::minhash_similarity
+CREATE  FUNCTION "minhash_similarity"(
+	"a" bytea, /* & [u8] */
+	"b" bytea /* & [u8] */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'minhash_similarity_wrapper';
 
 -- sql/src/attachment.sql of 0.4.0 (the type simhash_attachment is unchanged).
 -- The attachment as SQL sees it: its row type, its decoding from a simhash_trigger() trigger's

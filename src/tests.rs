@@ -63,12 +63,16 @@ mod tests {
             "hamming",
             "simhash_bands",
             "simhash_band",
+            "minhash",
+            "minhash_similarity",
+            "minhash_bands",
         ];
         let wrong = Spi::get_one::<i64>(
             "SELECT count(*) FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
              JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_ext'
              WHERE p.prokind = 'f' AND NOT (p.provolatile = 'i' AND p.proisstrict AND p.proparallel = 's')
-               AND p.proname = ANY(ARRAY['simhash','simhash_features','hamming','simhash_bands','simhash_band'])",
+               AND p.proname = ANY(ARRAY['simhash','simhash_features','hamming','simhash_bands','simhash_band',
+                                         'minhash','minhash_similarity','minhash_bands'])",
         );
         assert_eq!(wrong, Ok(Some(0)));
         for name in names {
@@ -508,5 +512,42 @@ mod tests {
         .collect();
         let att = crate::attachment::Attachment::from_args(&args).expect("valid arguments");
         assert_eq!(att.to_args(), args);
+    }
+
+    #[pg_test]
+    fn minhash_through_sql_equals_the_core() {
+        use simhash_core::minhash::{self, Lsh, MinHashOptions};
+        let texts = [
+            "The quick brown fox jumps over the lazy dog, and the dog sleeps.",
+            "我喜欢看电视，不喜欢看电影。",
+            "北京地铁19号线今天开通，line 19 opens today.",
+            "第十屆春茶節在龍井村開幕。",
+        ];
+        for text in texts {
+            let quoted = text.replace('\'', "''");
+            let core = minhash::minhash(text, &MinHashOptions::default()).expect("tokens");
+            let sql = Spi::get_one::<Vec<u8>>(&format!("SELECT minhash('{quoted}')"));
+            assert_eq!(sql, Ok(Some(core.encode())), "{text}");
+            let keys = Spi::get_one::<Vec<i64>>(&format!("SELECT minhash_bands(minhash('{quoted}'))"));
+            assert_eq!(
+                keys,
+                Ok(Some(minhash::band_keys(&core, &Lsh::default()).unwrap())),
+                "{text}"
+            );
+            let k16 = MinHashOptions::parse("bigram", 2, true, "none", 16).unwrap();
+            let sql16 = Spi::get_one::<Vec<u8>>(&format!(
+                "SELECT minhash('{quoted}', 'bigram', 2, true, 'none', 16)"
+            ));
+            assert_eq!(
+                sql16,
+                Ok(Some(minhash::minhash(text, &k16).unwrap().encode())),
+                "{text}"
+            );
+        }
+        assert_eq!(Spi::get_one::<Vec<u8>>("SELECT minhash('。。 ！')"), Ok(None));
+        assert_eq!(
+            Spi::get_one::<f64>("SELECT minhash_similarity(minhash('a b c d'), minhash('a b c d'))"),
+            Ok(Some(1.0))
+        );
     }
 }
