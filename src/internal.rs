@@ -40,7 +40,7 @@ mod simhash_internal {
     #[allow(clippy::too_many_arguments)]
     #[pg_extern(immutable, parallel_safe, name = "encode_attachment")]
     fn encode_attachment(
-        text_column: Text,
+        text_column: Option<Text>,
         max_distance: Option<i32>,
         on_duplicate: Option<Text>,
         tokenizer: Option<Text>,
@@ -62,6 +62,15 @@ mod simhash_internal {
                 fold: utf8(fold)?,
             })
         })();
+        let Some(text_column) = text_column else {
+            crate::errors::EncodedError {
+                code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                message: "simhash_attach: table_name and text_column must not be NULL".into(),
+                detail: None,
+                hint: None,
+            }
+            .report()
+        };
         let att = Attachment::new(
             &text_column.to_utf8(),
             max_distance,
