@@ -198,7 +198,8 @@ impl Options {
     }
 }
 
-fn quote(s: &str) -> String {
+/// An option value as error messages show it: quoted, cut after 40 characters.
+pub(crate) fn quote(s: &str) -> String {
     let shown: String = s.chars().take(40).collect();
     let ellipsis = if shown.len() < s.len() { "..." } else { "" };
     format!("'{shown}{ellipsis}'")

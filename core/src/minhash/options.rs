@@ -3,7 +3,7 @@
 
 use crate::error::OptionError;
 use crate::hash::{fmix64, Fnv1a64};
-use crate::options::{Fold, Tokenizer, MAX_SHINGLE};
+use crate::options::{quote, Fold, Tokenizer, MAX_SHINGLE};
 
 /// How many tokens make one shingle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,12 +242,6 @@ pub fn parse_threshold(t: f64) -> Result<f64, OptionError> {
             "a number from 0 to 1".into(),
         ))
     }
-}
-
-fn quote(s: &str) -> String {
-    let shown: String = s.chars().take(40).collect();
-    let ellipsis = if shown.len() < s.len() { "..." } else { "" };
-    format!("'{shown}{ellipsis}'")
 }
 
 #[cfg(test)]
