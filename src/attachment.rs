@@ -3,8 +3,10 @@
 //! partitions and Citus. The arguments are, in order: text column, nbands, max_distance, mode,
 //! tokenizer, shingle, weighting, stopwords; since 0.3.0 fold (a trigger made before has 8 arguments
 //! and means fold 'auto'); for a scoped attachment only, the scope column ('' for none); and for a
-//! distributed table checked through its registry, 'registry'. `sql/src/attach.sql` writes them and
-//! `sql/src/attachment.sql` decodes them for SQL (see docs/ARCHITECTURE.md).
+//! distributed table checked through its registry, 'registry'. [`Attachment::to_args`] is the one
+//! encoder and [`Attachment::from_args`] the one decoder; the PL/pgSQL of `sql/src/` reaches both
+//! through `src/internal.rs` (docs/ARCHITECTURE.md §6.2). Adding a setting touches this type, its
+//! two codecs and the code that uses the new value.
 
 use pgrx::prelude::*;
 use simhash_core::Options;
