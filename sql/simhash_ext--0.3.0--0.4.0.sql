@@ -7,6 +7,11 @@
 
 CREATE SCHEMA simhash_internal;
 
+-- Attachments record min_length (0 for the ones made before: every text is checked).
+ALTER TYPE simhash_attachment ADD ATTRIBUTE min_length int;
+-- simhash_attach() takes min_length: a new signature.
+DROP FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean);
+
 -- Replaced by the functions of simhash_internal below; nothing depends on them (function bodies
 -- name them, and those are replaced too).
 DROP FUNCTION simhash_find_attachment(regclass, name);
@@ -42,7 +47,8 @@ CREATE  FUNCTION simhash_internal."decode_attachment"(
 	"stopwords" bool,  /* bool */
 	"fold" TEXT,  /* String */
 	"scope_column" TEXT,  /* Option < ServerText > */
-	"registry" bool  /* bool */
+	"registry" bool,  /* bool */
+	"min_length" INT  /* i32 */
 )
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
@@ -50,7 +56,7 @@ AS 'MODULE_PATHNAME', 'decode_attachment_wrapper';
 
 -- simhash_ext::internal::simhash_internal::encode_attachment
 CREATE  FUNCTION simhash_internal."encode_attachment"(
-	"text_column" text, /* Text */
+	"text_column" text, /* Option < Text > */
 	"max_distance" INT, /* Option < i32 > */
 	"on_duplicate" text, /* Option < Text > */
 	"tokenizer" text, /* Option < Text > */
@@ -59,7 +65,8 @@ CREATE  FUNCTION simhash_internal."encode_attachment"(
 	"stopwords" bool, /* Option < bool > */
 	"fold" text, /* Option < Text > */
 	"scope" text, /* Option < Text > */
-	"registry" bool /* Option < bool > */
+	"registry" bool, /* Option < bool > */
+	"min_length" INT /* Option < i32 > */
 ) RETURNS bytea /* Vec < u8 > */
 IMMUTABLE PARALLEL SAFE 
 LANGUAGE c /* Rust */
@@ -170,7 +177,7 @@ COMMENT ON SCHEMA simhash_internal IS
   'simhash_ext: internal helpers of simhash_attach(), simhash_detach() and the triggers; not an API';
 GRANT USAGE ON SCHEMA simhash_internal TO PUBLIC;
 COMMENT ON FUNCTION simhash_internal.trigger_args(bytea) IS 'The arguments of a trigger (pg_trigger.tgargs), as text';
-COMMENT ON FUNCTION simhash_internal.encode_attachment(text, int, text, text, int, text, boolean, text, text, boolean) IS
+COMMENT ON FUNCTION simhash_internal.encode_attachment(text, int, text, text, int, text, boolean, text, text, boolean, int) IS
   'The trigger arguments (as pg_trigger.tgargs holds them) that record a new attachment; checks its settings';
 COMMENT ON FUNCTION simhash_internal.decode_attachment(bytea) IS
   'The attachment that trigger arguments record, with its derived column names; no row when they are not a simhash_trigger()''s';
@@ -200,7 +207,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT table_name, d.text_column::name, d.fingerprint_column::name, d.band_columns::name[], d.max_distance,
          d.on_duplicate, d.flag_column::name, d.tokenizer, d.shingle, d.weighting, d.stopwords, trigger_name, d.fold,
-         d.scope_column::name, d.registry
+         d.scope_column::name, d.registry, d.min_length
   FROM simhash_internal.decode_attachment(tgargs) d
 $$;
 COMMENT ON FUNCTION simhash_internal.attachment(regclass, name, bytea) IS
@@ -325,11 +332,11 @@ COMMENT ON FUNCTION simhash_internal.fill_value(oid, tid, text, text, int, text,
 
 -- sql/src/attach.sql of 0.4.0.
 -- simhash_attach(), simhash_internal.find_attachment() and simhash_detach().
-CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 7,
+CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 7,
                                on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'bigram',
                                shingle int DEFAULT 1, weighting text DEFAULT 'logtf',
                                stopwords boolean DEFAULT true, fold text DEFAULT 'auto', scope name DEFAULT NULL,
-                               registry boolean DEFAULT false)
+                               registry boolean DEFAULT false, min_length int DEFAULT 0)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -363,10 +370,10 @@ BEGIN
     RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
   END IF;
   -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
-  -- check max_distance, on_duplicate and the fingerprint options (22023, 22004 when NULL), and the
-  -- length of the names derived from the column (42622). The names come from them.
+  -- check max_distance, on_duplicate, the fingerprint options (22023, 22004 when NULL), min_length,
+  -- and the length of the names derived from the column (42622). The names come from them.
   args := simhash_internal.encode_attachment(text_column, max_distance, on_duplicate, tokenizer, shingle, weighting,
-                                             stopwords, fold, scope, registry);
+                                             stopwords, fold, scope, registry, min_length);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
   SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
   fp := att.fingerprint_column;
@@ -580,7 +587,7 @@ BEGIN
   END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean) IS
+COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int) IS
   'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table (and its partitions)';
 
 CREATE FUNCTION simhash_internal.find_attachment(table_name regclass, text_column name)
@@ -696,6 +703,7 @@ DECLARE
   found_distance int;
   columns text;
   flag_type text;
+  short boolean;
 BEGIN
   SELECT * INTO names FROM simhash_internal.object_names(base, text_column);
   SELECT n.nspname INTO rel_schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = base;
@@ -709,6 +717,10 @@ BEGIN
   IF fp IS NOT NULL THEN
     SELECT array_agg(b.lock_key ORDER BY b.lock_key), array_agg(b.part_value ORDER BY b.lock_key)
     INTO lock_keys, part_values FROM @extschema@.simhash_registry_buckets(fp, k) b;
+    -- A text shorter than min_length is filed but never checked.
+    EXECUTE format('SELECT char_length(($1).%I) < $2', text_column) INTO short USING NEW, att.min_length;
+  END IF;
+  IF fp IS NOT NULL AND NOT short THEN
     -- The lock rows of the fingerprint's buckets, one statement each, in one global order (sorted
     -- keys): two near-duplicate writers share a bucket, and the second waits on its lock row until
     -- the first commits, and then sees the first's registry row, which is on the same shard.
@@ -729,6 +741,8 @@ BEGIN
     ELSIF found_key IS NOT NULL AND mode = 'skip' THEN
       RETURN NULL;
     END IF;
+  END IF;
+  IF fp IS NOT NULL THEN
     EXECUTE format('INSERT INTO %s (lock_key, part_value, fingerprint, row_key) VALUES %s', registry_table,
                    (SELECT string_agg(format('(%s, %s, %s, %L)', lock_keys[i], part_values[i], fp, row_key), ', ')
                     FROM generate_subscripts(lock_keys, 1) i));

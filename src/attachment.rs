@@ -2,8 +2,9 @@
 //! arguments record it. Every module reads it through [`Attachment`]: the trigger, lookups, dedup,
 //! partitions and Citus. The arguments are, in order: text column, nbands, max_distance, mode,
 //! tokenizer, shingle, weighting, stopwords; since 0.3.0 fold (a trigger made before has 8 arguments
-//! and means fold 'auto'); for a scoped attachment only, the scope column ('' for none); and for a
-//! distributed table checked through its registry, 'registry'. [`Attachment::to_args`] is the one
+//! and means fold 'auto'); then, as far as needed, the scope column ('' for none), 'registry' for a
+//! distributed table checked through its registry ('' for none), and since 0.4.0 `min_length`.
+//! [`Attachment::to_args`] is the one
 //! encoder and [`Attachment::from_args`] the one decoder; the PL/pgSQL of `sql/src/` reaches both
 //! through `src/internal.rs` (docs/ARCHITECTURE.md §6.2). Adding a setting touches this type, its
 //! two codecs and the code that uses the new value.
@@ -110,6 +111,9 @@ pub struct Attachment {
     pub scope_column: Option<String>,
     /// A distributed table whose writes are checked by its registry on the coordinator.
     pub registry: bool,
+    /// Texts of fewer characters are fingerprinted but never rejected, skipped or flagged (0: every
+    /// text is checked).
+    pub min_length: i32,
 }
 
 /// Every band index serves every distance up to [`MAX_DISTANCE`]: the attachments made since
@@ -129,6 +133,7 @@ impl Attachment {
         option_names: Option<OptionNames>,
         scope_column: Option<&str>,
         registry: bool,
+        min_length: Option<i32>,
     ) -> Result<Attachment, EncodedError> {
         let invalid = |message: String| EncodedError {
             code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -159,6 +164,12 @@ impl Attachment {
             hint: None,
         })?;
         let options = option_names.parse().map_err(|e| invalid(e.to_string()))?;
+        let min_length = min_length.filter(|n| *n >= 0).ok_or_else(|| {
+            invalid(format!(
+                "invalid value for option \"min_length\": {}; allowed: an integer from 0 (every text is checked) up",
+                min_length.map_or("NULL".into(), |n| n.to_string())
+            ))
+        })?;
         let att = Attachment {
             text_column: text_column.to_string(),
             nbands: NBANDS,
@@ -172,6 +183,7 @@ impl Attachment {
                 scope_column.map(str::to_string)
             },
             registry,
+            min_length,
         };
         let longest = att
             .all_derived_columns()
@@ -210,6 +222,7 @@ impl Attachment {
             option_names,
             scope_column: None,
             registry: false,
+            min_length: 0,
         }
     }
 
@@ -227,12 +240,23 @@ impl Attachment {
             o.stopwords.to_string(),
             o.fold.clone(),
         ];
-        if self.registry {
-            args.extend([String::new(), "registry".into()]);
-        } else if let Some(scope) = &self.scope_column {
-            args.push(scope.clone());
+        // Trailing arguments only as far as they are needed: scope ('' for none), 'registry' (or
+        // ''), min_length; so an attachment without them has the arguments of 0.3.0.
+        let scope = self.scope_column.clone().unwrap_or_default();
+        let registry = if self.registry { "registry" } else { "" };
+        if self.min_length > 0 {
+            args.extend([scope, registry.into(), self.min_length.to_string()]);
+        } else if self.registry {
+            args.extend([scope, registry.into()]);
+        } else if self.scope_column.is_some() {
+            args.push(scope);
         }
         args
+    }
+
+    /// Whether `text` is too short to be checked (fewer than `min_length` characters).
+    pub fn is_short(&self, text: &str) -> bool {
+        self.min_length > 0 && text.chars().nth(self.min_length as usize - 1).is_none()
     }
 
     /// The attachment a trigger's arguments record, or None when they are not a simhash_trigger()'s.
@@ -242,11 +266,14 @@ impl Attachment {
         else {
             return None;
         };
-        let (fold, scope, registry) = match rest {
-            [] => ("auto", "", false),
-            [f] => (f.as_str(), "", false),
-            [f, sc] => (f.as_str(), sc.as_str(), false),
-            [f, sc, r] if r == "registry" => (f.as_str(), sc.as_str(), true),
+        let (fold, scope, registry, min_length) = match rest {
+            [] => ("auto", "", false, "0"),
+            [f] => (f.as_str(), "", false, "0"),
+            [f, sc] => (f.as_str(), sc.as_str(), false, "0"),
+            [f, sc, r] if r == "registry" => (f.as_str(), sc.as_str(), true, "0"),
+            [f, sc, r, n] if r == "registry" || r.is_empty() => {
+                (f.as_str(), sc.as_str(), !r.is_empty(), n.as_str())
+            }
             _ => return None,
         };
         let option_names = OptionNames {
@@ -269,6 +296,7 @@ impl Attachment {
             options,
             scope_column: (!scope.is_empty()).then(|| scope.to_string()),
             registry,
+            min_length: min_length.parse().ok().filter(|n| *n >= 0)?,
         })
     }
 

@@ -35,8 +35,9 @@ mod simhash_internal {
     }
 
     /// The trigger arguments (as `tgargs` holds them) of a new attachment with these settings, or the
-    /// error naming the first bad setting: `max_distance`, `on_duplicate`, then the fingerprint options
-    /// (22023, or 22004 when NULL), then a column name too long to derive names from (42622).
+    /// error naming the first bad setting: `max_distance`, `on_duplicate`, the fingerprint options
+    /// (22023, or 22004 when NULL), `min_length`, then a column name too long to derive names from
+    /// (42622).
     #[allow(clippy::too_many_arguments)]
     #[pg_extern(immutable, parallel_safe, name = "encode_attachment")]
     fn encode_attachment(
@@ -50,6 +51,7 @@ mod simhash_internal {
         fold: Option<Text>,
         scope: Option<Text>,
         registry: Option<bool>,
+        min_length: Option<i32>,
     ) -> Vec<u8> {
         // Names and option values arrive in the server encoding.
         let utf8 = |t: Option<Text>| t.map(|t| t.to_utf8().to_string());
@@ -78,6 +80,7 @@ mod simhash_internal {
             option_names,
             utf8(scope).as_deref(),
             registry.unwrap_or(false),
+            min_length,
         )
         .unwrap_or_else(|e| e.report());
         let mut tgargs = Vec::new();
@@ -111,6 +114,7 @@ mod simhash_internal {
             name!(fold, String),
             name!(scope_column, Option<ServerText>),
             name!(registry, bool),
+            name!(min_length, i32),
         ),
     > {
         let args: Vec<String> = split_args(tgargs).into_iter().map(server_to_utf8_lossy).collect();
@@ -130,6 +134,7 @@ mod simhash_internal {
                 o.fold,
                 att.scope_column.clone().map(ServerText),
                 att.registry,
+                att.min_length,
             )
         });
         TableIterator::new(row)

@@ -476,22 +476,26 @@ mod tests {
         // Every setting survives encode -> tgargs -> decode, for each kind of attachment.
         for (call, expected) in [
             (
-                "'body', 5, 'flag', 'word', 2, 'tf', false, 'none', 'site', false",
-                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|5|flag|body_duplicate_of|word|2|tf|f|none|site|f",
+                "'body', 5, 'flag', 'word', 2, 'tf', false, 'none', 'site', false, 0",
+                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|5|flag|body_duplicate_of|word|2|tf|f|none|site|f|0",
             ),
             (
-                "'текст', 16, 'error', 'bigram', 1, 'logtf', true, 'auto', NULL, true",
-                "текст|текст_simhash|текст_band0,текст_band1,текст_band2,текст_band3|16|error||bigram|1|logtf|t|auto||t",
+                "'текст', 16, 'error', 'bigram', 1, 'logtf', true, 'auto', NULL, true, 300",
+                "текст|текст_simhash|текст_band0,текст_band1,текст_band2,текст_band3|16|error||bigram|1|logtf|t|auto||t|300",
             ),
             (
-                "'b', 0, 'none', 'jieba', 1, 'tfidf', true, 'simplified', NULL, false",
-                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|0|none||jieba|1|tfidf|t|simplified||f",
+                "'b', 0, 'none', 'jieba', 1, 'tfidf', true, 'simplified', NULL, false, 0",
+                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|0|none||jieba|1|tfidf|t|simplified||f|0",
+            ),
+            (
+                "'b', 3, 'skip', 'word', 1, 'logtf', true, 'auto', 'site', false, 200",
+                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|3|skip||word|1|logtf|t|auto|site|f|200",
             ),
         ] {
             let decoded = Spi::get_one::<String>(&format!(
                 "SELECT concat_ws('|', d.text_column, d.fingerprint_column, array_to_string(d.band_columns, ','), \
                  d.max_distance, d.on_duplicate, coalesce(d.flag_column, ''), d.tokenizer, d.shingle, d.weighting, \
-                 d.stopwords, d.fold, coalesce(d.scope_column, ''), d.registry) \
+                 d.stopwords, d.fold, coalesce(d.scope_column, ''), d.registry, d.min_length) \
                  FROM simhash_internal.decode_attachment(simhash_internal.encode_attachment({call})) d"
             ));
             assert_eq!(decoded, Ok(Some(expected.to_string())), "{call}");
@@ -512,6 +516,20 @@ mod tests {
         .collect();
         let att = crate::attachment::Attachment::from_args(&args).expect("valid arguments");
         assert_eq!(att.to_args(), args);
+        // min_length is the twelfth argument, after a scope ('' for none) and '' for no registry.
+        let args: Vec<String> = [
+            "body", "4", "7", "error", "bigram", "1", "logtf", "true", "auto", "", "", "300",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let att = crate::attachment::Attachment::from_args(&args).expect("valid arguments");
+        assert_eq!(
+            (att.min_length, att.registry, att.scope_column.is_none()),
+            (300, false, true)
+        );
+        assert_eq!(att.to_args(), args);
+        assert!(att.is_short(&"字".repeat(299)) && !att.is_short(&"字".repeat(300)));
     }
 
     #[pg_test]

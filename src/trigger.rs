@@ -129,6 +129,12 @@ impl Firing<'_> {
         })
     }
 
+    /// Whether the new row's text has fewer characters than the attachment's `min_length`: such a
+    /// text is fingerprinted but never checked.
+    unsafe fn is_short(&self) -> bool {
+        is_short_text(&self.setup.att, self.tuple, self.setup.text_att, self.tupdesc())
+    }
+
     /// Notes an UPDATE of a partition's row (for a later move of the row: `crate::partitions`).
     unsafe fn note_update(&self, fp: Option<u64>) {
         if let (true, Some(old)) = (self.is_partition(), self.old) {
@@ -207,7 +213,7 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         check_registered(&firing, fp);
         return firing.modified(&columns);
     }
-    if att.mode != Mode::None && (text_changed || scope_changed) && !moved {
+    if att.mode != Mode::None && (text_changed || scope_changed) && !moved && !firing.is_short() {
         match check(&firing, fp) {
             Verdict::Skip => return pg_sys::Datum::from(0),
             Verdict::Flag(column, value) => columns.push((column, value)),
@@ -216,6 +222,18 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     }
     firing.note_update(fp);
     firing.modified(&columns)
+}
+
+/// Whether the text (attribute `text_att`) of `tuple` is shorter than `att.min_length`.
+unsafe fn is_short_text(
+    att: &crate::attachment::Attachment,
+    tuple: pg_sys::HeapTuple,
+    text_att: i32,
+    tupdesc: pg_sys::TupleDesc,
+) -> bool {
+    att.min_length > 0
+        && getattr(tuple, text_att, tupdesc)
+            .is_some_and(|datum| att.is_short(&Text::from_raw_datum(datum).to_utf8()))
 }
 
 /// A registry attachment: the registry on the coordinator checked this fingerprint and wrote it
@@ -422,6 +440,9 @@ unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let Some(fp) = getattr(tuple, setup.fp_att, (*rel).rd_att).map(|d| d.value() as i64 as u64) else {
         return pg_sys::Datum::from(0);
     };
+    if is_short_text(&setup.att, tuple, setup.text_att, (*rel).rd_att) {
+        return pg_sys::Datum::from(0);
+    }
     let tid = (*tuple).t_self;
     if crate::deferred::in_statement() {
         crate::deferred::note(rel, &*td.tg_trigger, &setup, || extension_schema(fcinfo), fp, tid);

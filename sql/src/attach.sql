@@ -3,7 +3,7 @@ CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distan
                                on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'bigram',
                                shingle int DEFAULT 1, weighting text DEFAULT 'logtf',
                                stopwords boolean DEFAULT true, fold text DEFAULT 'auto', scope name DEFAULT NULL,
-                               registry boolean DEFAULT false)
+                               registry boolean DEFAULT false, min_length int DEFAULT 0)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -37,10 +37,10 @@ BEGIN
     RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
   END IF;
   -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
-  -- check max_distance, on_duplicate and the fingerprint options (22023, 22004 when NULL), and the
-  -- length of the names derived from the column (42622). The names come from them.
+  -- check max_distance, on_duplicate, the fingerprint options (22023, 22004 when NULL), min_length,
+  -- and the length of the names derived from the column (42622). The names come from them.
   args := simhash_internal.encode_attachment(text_column, max_distance, on_duplicate, tokenizer, shingle, weighting,
-                                             stopwords, fold, scope, registry);
+                                             stopwords, fold, scope, registry, min_length);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
   SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
   fp := att.fingerprint_column;
@@ -254,7 +254,7 @@ BEGIN
   END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean) IS
+COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int) IS
   'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table (and its partitions)';
 
 CREATE FUNCTION simhash_internal.find_attachment(table_name regclass, text_column name)

@@ -26,6 +26,7 @@ DECLARE
   found_distance int;
   columns text;
   flag_type text;
+  short boolean;
 BEGIN
   SELECT * INTO names FROM simhash_internal.object_names(base, text_column);
   SELECT n.nspname INTO rel_schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = base;
@@ -39,6 +40,10 @@ BEGIN
   IF fp IS NOT NULL THEN
     SELECT array_agg(b.lock_key ORDER BY b.lock_key), array_agg(b.part_value ORDER BY b.lock_key)
     INTO lock_keys, part_values FROM @extschema@.simhash_registry_buckets(fp, k) b;
+    -- A text shorter than min_length is filed but never checked.
+    EXECUTE format('SELECT char_length(($1).%I) < $2', text_column) INTO short USING NEW, att.min_length;
+  END IF;
+  IF fp IS NOT NULL AND NOT short THEN
     -- The lock rows of the fingerprint's buckets, one statement each, in one global order (sorted
     -- keys): two near-duplicate writers share a bucket, and the second waits on its lock row until
     -- the first commits, and then sees the first's registry row, which is on the same shard.
@@ -59,6 +64,8 @@ BEGIN
     ELSIF found_key IS NOT NULL AND mode = 'skip' THEN
       RETURN NULL;
     END IF;
+  END IF;
+  IF fp IS NOT NULL THEN
     EXECUTE format('INSERT INTO %s (lock_key, part_value, fingerprint, row_key) VALUES %s', registry_table,
                    (SELECT string_agg(format('(%s, %s, %s, %L)', lock_keys[i], part_values[i], fp, row_key), ', ')
                     FROM generate_subscripts(lock_keys, 1) i));
