@@ -325,6 +325,19 @@ expect "registry, flag mode: the row goes in with the key of its near-duplicate 
     "1:- 2:1, 1 3:-"
 expect "registry, skip mode: the near-duplicate in another site is dropped" \
     "$(qn "$COORDINATOR" -c "SELECT string_agg(site::text, ' ' ORDER BY site) FROM skipped")" "1"
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TABLE notes (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('notes', 'site');
+SELECT simhash_attach('notes', 'body', on_duplicate => 'error', registry => true, min_length => 40);
+INSERT INTO notes_body_checked VALUES (1, 1, 'Short note about the weather.');
+INSERT INTO notes_body_checked VALUES (2, 2, 'Short note about the weather!');
+INSERT INTO notes_body_checked VALUES (3, 3, 'The city council approved the budget for protected bike lanes on Monday.');
+SQL
+expect "registry, min_length: a short near-duplicate in another site goes in, registered and filed" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FILTER (WHERE body_registered = body_simhash), (SELECT count(DISTINCT row_key) FROM notes_body_registry)
+                             FROM notes")" "3|3"
+expect "registry, min_length: a long near-duplicate in another site is still rejected (23505)" \
+    "$(sqlstate "$DB" "INSERT INTO notes_body_checked VALUES (4, 4, 'The city council approved the budget for protected bike lanes on Monday!')")" 23505
 
 echo "-- a registry attachment follows its table (COPY, ALTER TABLE, primary key updates)"
 qn "$COORDINATOR" >/dev/null <<'SQL'
