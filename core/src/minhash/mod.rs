@@ -364,13 +364,17 @@ const EMPTY: u64 = u64::MAX;
 /// generator per non-empty bin and round.
 fn densify_raw(mut out: Vec<u64>) -> Option<Vec<u32>> {
     let k = out.len();
-    // The non-empty bins in order, each with its value.
-    let sources: Vec<(usize, u64)> = out
-        .iter()
-        .enumerate()
-        .filter(|&(_, &m)| m != EMPTY)
-        .map(|(j, &m)| (j, m))
-        .collect();
+    // The non-empty bins in order, each with its value (written without a branch per bin: the
+    // slot after the last kept one is overwritten until a non-empty bin keeps it).
+    let mut sources = vec![(0usize, 0u64); k];
+    let mut n = 0;
+    for (j, &m) in out.iter().enumerate() {
+        if let Some(s) = sources.get_mut(n) {
+            *s = (j, m);
+        }
+        n += usize::from(m != EMPTY);
+    }
+    sources.truncate(n);
     let &(_, first) = sources.first()?;
     let mut missing = k - sources.len();
     if missing > 0 {
@@ -382,16 +386,13 @@ fn densify_raw(mut out: Vec<u64>) -> Option<Vec<u32>> {
         };
     }
     if missing > 0 {
-        // The next non-empty bin after each bin, cyclically: the bins before a non-empty bin (and
-        // after the previous one) take its value, the bins after the last one take the first's.
-        let mut from = 0;
-        for &(j, v) in sources.iter().chain([&(k, first)]) {
-            for slot in out.get_mut(from..j).unwrap_or_default() {
-                if *slot == EMPTY {
-                    *slot = v;
-                }
+        // The next non-empty bin after each bin still empty, cyclically: the first source after
+        // it, or the first source when none follows (few bins are left, so the test rarely holds).
+        for (i, slot) in out.iter_mut().enumerate() {
+            if *slot == EMPTY {
+                let after = sources.partition_point(|&(j, _)| j <= i);
+                *slot = sources.get(after).map_or(first, |&(_, v)| v);
             }
-            from = j + 1;
         }
     }
     Some(out.into_iter().map(|m| m as u32).collect())
