@@ -21,7 +21,7 @@
 //!    probability that a bin agrees between two texts stays the Jaccard similarity of their shingle
 //!    sets, and the work is at most `MAX_ROUNDS` steps per non-empty bin and one sweep of the bins.
 //!    The targets of the scatter depend on `k` alone: the fast path reads them from a table computed
-//!    once per `k` and process, so a step is two loads, a comparison and a store.
+//!    once per `k` and process, so a step is a few loads, a comparison and a store.
 //!
 //! A text without any kept token has no signature (`None`, SQL NULL), as it has no SimHash.
 //!
@@ -443,7 +443,8 @@ fn scatter_rows<T: TryFrom<usize> + Copy + Default>(k: usize) -> Vec<T> {
 }
 
 /// [`scatter_rows`] for each `k` from 1 to [`MAX_K`] (all a signature can have), computed once
-/// per process on first use and kept: `k · MAX_ROUNDS` entries of 16 bits, 8 KiB at k = 128.
+/// per process on first use and kept: `k · MAX_ROUNDS` entries of 16 bits, 8 KiB at k = 128 and
+/// 64 KiB at k = 1024 (only the `k` values a process uses are computed).
 /// `None` for a larger `k` (only [`densify`] takes one), whose rows are computed per call.
 fn cached_scatter_rows(k: usize) -> Option<&'static [u16]> {
     const CACHED: usize = MAX_K as usize + 1;
