@@ -20,6 +20,8 @@
 //!    all texts, or after [`MAX_ROUNDS`] rounds the next non-empty bin ([`densify`]); so the
 //!    probability that a bin agrees between two texts stays the Jaccard similarity of their shingle
 //!    sets, and the work is at most `MAX_ROUNDS` steps per non-empty bin and one sweep of the bins.
+//!    The targets of the scatter depend on `k` alone: the fast path reads them from a table computed
+//!    once per `k` and process, so a step is a few loads, a comparison and a store.
 //!
 //! A text without any kept token has no signature (`None`, SQL NULL), as it has no SimHash.
 //!
@@ -57,6 +59,7 @@ mod options;
 pub mod reference;
 
 use std::fmt;
+use std::sync::OnceLock;
 
 pub use options::{
     parse_threshold, Lsh, MinHashOptions, Shingle, DEFAULT_BANDS, DEFAULT_K, DEFAULT_ROWS, DEFAULT_THRESHOLD,
@@ -346,58 +349,108 @@ fn lcg(x: u64) -> u64 {
 /// empty bin with probability about `m / k`, so texts of more than about 20 distinct shingles (at
 /// k = 128) fill every bin within the rounds, and shorter ones leave a few bins to the cyclic rule,
 /// whose neighbouring bins share a source (a somewhat noisier estimate, measured in
-/// bench/results/minhash_accuracy.md). The work is at most [`MAX_ROUNDS`] steps per non-empty bin
+/// bench/results/minhash_accuracy.md). [`reference::reference_densify`] computes the same values
+/// event by event. The work is at most [`MAX_ROUNDS`] steps per non-empty bin
 /// and one sweep of the `k` bins, where probing takes `k / m` steps per empty bin.
 pub fn densify(mins: &[Option<u32>]) -> Option<Vec<u32>> {
-    let raw: Vec<u64> = mins.iter().map(|m| m.map_or(EMPTY, u64::from)).collect();
-    densify_raw(&raw)
+    densify_raw(mins.iter().map(|m| m.map_or(EMPTY, u64::from)).collect())
 }
 
 /// An empty bin in [`densify_raw`]'s input: every value is 32 bits.
 const EMPTY: u64 = u64::MAX;
 
-/// [`densify`] over minima kept as `u64`, [`EMPTY`] for an empty bin.
-fn densify_raw(mins: &[u64]) -> Option<Vec<u32>> {
-    let k = mins.len();
-    // The non-empty bins in order, each with its generator's state and its value.
-    let mut sources: Vec<(u64, u64)> = mins
-        .iter()
-        .enumerate()
-        .filter(|&(_, &m)| m != EMPTY)
-        .map(|(j, &m)| (fmix64(SCATTER_SEED ^ j as u64), m))
-        .collect();
-    if sources.is_empty() {
-        return None;
-    }
-    let mut out = mins.to_vec();
-    let mut missing = k - sources.len();
-    let mut round = 0;
-    while missing > 0 && round < MAX_ROUNDS {
-        for (x, v) in sources.iter_mut() {
-            *x = lcg(*x);
-            if let Some(slot) = out.get_mut(bin_of(*x, k)) {
-                // The first event wins: a bin already filled (or non-empty) keeps its value.
-                let fill = *slot == EMPTY;
-                *slot = if fill { *v } else { *slot };
-                missing -= usize::from(fill);
-            }
+/// [`densify`] over minima kept as `u64`, [`EMPTY`] for an empty bin, filled in place. The
+/// scatter reads its targets from a table per `k` ([`cached_scatter_rows`]) instead of stepping a
+/// generator per non-empty bin and round.
+fn densify_raw(mut out: Vec<u64>) -> Option<Vec<u32>> {
+    let k = out.len();
+    // The non-empty bins in order, each with its value (written without a branch per bin: the
+    // slot after the last kept one is overwritten until a non-empty bin keeps it).
+    let mut sources = vec![(0usize, 0u64); k];
+    let mut n = 0;
+    for (j, &m) in out.iter().enumerate() {
+        if let Some(s) = sources.get_mut(n) {
+            *s = (j, m);
         }
-        round += 1;
+        n += usize::from(m != EMPTY);
+    }
+    sources.truncate(n);
+    let &(_, first) = sources.first()?;
+    let mut missing = k - sources.len();
+    if missing > 0 {
+        missing = match cached_scatter_rows(k) {
+            Some(rows) => scatter(&mut out, &sources, rows, missing, |&t| usize::from(t)),
+            None => scatter(&mut out, &sources, &scatter_rows::<u32>(k), missing, |&t| {
+                t as usize
+            }),
+        };
     }
     if missing > 0 {
-        // The next non-empty bin after each bin, cyclically, in one sweep from the end: start from
-        // the first non-empty bin (it follows the last bins), then walk down.
-        let mut next = mins.iter().copied().find(|&m| m != EMPTY).unwrap_or(EMPTY);
-        for i in (0..k).rev() {
-            if out[i] == EMPTY {
-                out[i] = next;
-            }
-            if mins[i] != EMPTY {
-                next = mins[i];
+        // The next non-empty bin after each bin still empty, cyclically: the first source after
+        // it, or the first source when none follows (few bins are left, so the test rarely holds).
+        for (i, slot) in out.iter_mut().enumerate() {
+            if *slot == EMPTY {
+                let after = sources.partition_point(|&(j, _)| j <= i);
+                *slot = sources.get(after).map_or(first, |&(_, v)| v);
             }
         }
     }
     Some(out.into_iter().map(|m| m as u32).collect())
+}
+
+/// The scatter of [`densify`]: round after round, every non-empty bin `j` (with its value `v`)
+/// fills the bin `rows[round · k + j]` if that bin is still empty, until no bin is or the rounds are
+/// over. Returns the bins left empty.
+#[inline(always)]
+fn scatter<T>(
+    out: &mut [u64],
+    sources: &[(usize, u64)],
+    rows: &[T],
+    mut missing: usize,
+    target: impl Fn(&T) -> usize,
+) -> usize {
+    let k = out.len();
+    for row in rows.chunks_exact(k) {
+        for &(j, v) in sources {
+            // `j` is below k and every target is below k: in bounds.
+            if let Some(slot) = row.get(j).and_then(|t| out.get_mut(target(t))) {
+                // The first event wins: a bin already filled (or non-empty) keeps its value.
+                let fill = *slot == EMPTY;
+                *slot = if fill { v } else { *slot };
+                missing -= usize::from(fill);
+            }
+        }
+        if missing == 0 {
+            break;
+        }
+    }
+    missing
+}
+
+/// The targets of the scatter for `k` bins: [`MAX_ROUNDS`] rows of `k`, row `r` holding
+/// [`scatter_target`]`(j, r, k)` at `j`, computed by stepping each bin's generator.
+fn scatter_rows<T: TryFrom<usize> + Copy + Default>(k: usize) -> Vec<T> {
+    let mut rows = vec![T::default(); k * MAX_ROUNDS as usize];
+    for j in 0..k {
+        let mut x = fmix64(SCATTER_SEED ^ j as u64);
+        for r in 0..MAX_ROUNDS as usize {
+            x = lcg(x);
+            // The caller picks a `T` that holds every bin below k.
+            rows[r * k + j] = T::try_from(bin_of(x, k)).unwrap_or_default();
+        }
+    }
+    rows
+}
+
+/// [`scatter_rows`] for each `k` from 1 to [`MAX_K`] (all a signature can have), computed once
+/// per process on first use and kept: `k · MAX_ROUNDS` entries of 16 bits, 8 KiB at k = 128 and
+/// 64 KiB at k = 1024 (only the `k` values a process uses are computed).
+/// `None` for a larger `k` (only [`densify`] takes one), whose rows are computed per call.
+fn cached_scatter_rows(k: usize) -> Option<&'static [u16]> {
+    const CACHED: usize = MAX_K as usize + 1;
+    static ROWS: [OnceLock<Box<[u16]>>; CACHED] = [const { OnceLock::new() }; CACHED];
+    let cell = ROWS.get(k)?;
+    Some(cell.get_or_init(|| scatter_rows::<u16>(k).into_boxed_slice()))
 }
 
 /// The minimum per bin, as the fast path keeps it: `u64::MAX` marks an empty bin (a value is 32
@@ -424,8 +477,8 @@ impl Bins {
         }
     }
 
-    fn finish(&self) -> Option<Vec<u32>> {
-        densify_raw(&self.mins)
+    fn finish(self) -> Option<Vec<u32>> {
+        densify_raw(self.mins)
     }
 }
 

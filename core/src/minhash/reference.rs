@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use super::{bin_of, value_of, MinHashOptions};
-use super::{densify, shingle_hash, Shingle, Signature};
+use super::{scatter_target, shingle_hash, Shingle, Signature, MAX_ROUNDS};
 use crate::error::{memory_low, OutOfMemory};
 use crate::fold::to_simplified;
 use crate::hash::feature_hash;
@@ -100,7 +100,37 @@ pub fn reference_minhash(
                 .min()
         })
         .collect();
-    Ok(densify(&mins).map(|v| Signature::from_parts(options.tag(), v)))
+    Ok(reference_densify(&mins).map(|v| Signature::from_parts(options.tag(), v)))
+}
+
+/// Densification as [`super::densify`] defines it, step by step: the events `(round, j)` of the
+/// scatter, rounds in order and within a round the non-empty bins `j` in order, each filling the
+/// bin [`scatter_target`]`(j, round, k)` with the value of bin `j` unless that bin already has a
+/// value; then every bin still empty takes the value of the next non-empty bin after it,
+/// cyclically. `None` when every bin is empty. (The fast path reads the targets from a table and
+/// stops when no bin is empty; the values are the same.)
+pub fn reference_densify(mins: &[Option<u32>]) -> Option<Vec<u32>> {
+    let k = mins.len();
+    if mins.iter().all(Option::is_none) {
+        return None;
+    }
+    let mut out = mins.to_vec();
+    for round in 0..MAX_ROUNDS {
+        for (j, m) in mins.iter().enumerate() {
+            if let &Some(v) = m {
+                let target = scatter_target(j, round, k);
+                if out[target].is_none() {
+                    out[target] = Some(v);
+                }
+            }
+        }
+    }
+    let next_non_empty = |i: usize| (1..=k).find_map(|d| mins[(i + d) % k]);
+    Some(
+        (0..k)
+            .map(|i| out[i].or_else(|| next_non_empty(i)).unwrap_or_default())
+            .collect(),
+    )
 }
 
 /// The exact Jaccard similarity of the shingle sets of two texts (for the benchmark's S-curve and

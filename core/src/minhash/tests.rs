@@ -1,4 +1,4 @@
-use super::reference::{exact_jaccard, reference_shingles, reference_tokens};
+use super::reference::{exact_jaccard, reference_densify, reference_shingles, reference_tokens};
 use super::*;
 use proptest::prelude::*;
 
@@ -250,6 +250,20 @@ fn densify_fills_empty_bins_from_non_empty_ones() {
         let from_shared = i == 3 || (i != 20 && by_definition(&union, i) == 0);
         assert_eq!(dx[i] == dy[i], from_shared, "bin {i}");
     }
+    // The reference, written event by event, gives the same values.
+    for (k, every) in [
+        (64usize, 3usize),
+        (128, 13),
+        (128, 64),
+        (32, 31),
+        (1024, 100),
+        (1030, 7),
+    ] {
+        let mins: Vec<Option<u32>> = (0..k)
+            .map(|i| (i % every == 0).then_some(i as u32 * 7 + 1))
+            .collect();
+        assert_eq!(densify(&mins), reference_densify(&mins), "k {k}, every {every}");
+    }
     // One short text: few shingles spread over all bins.
     let s = sig("hello world");
     assert!(
@@ -402,6 +416,19 @@ proptest! {
                 }
             }
         }
+    }
+
+    #[test]
+    fn densify_equals_the_reference(
+        k in 1usize..1100,
+        filled in prop::collection::vec((any::<prop::sample::Index>(), any::<u32>()), 0..40),
+    ) {
+        // Sparse inputs (the cases that need the scatter and the sweep), any values.
+        let mut mins = vec![None; k];
+        for (i, v) in filled {
+            mins[i.index(k)] = Some(v);
+        }
+        prop_assert_eq!(densify(&mins), reference_densify(&mins));
     }
 
     #[test]
