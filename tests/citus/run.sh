@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # simhash_ext on a Citus cluster (issue 12): a coordinator and two workers on loopback (ports
-# 54371-54373), Citus and simhash_ext installed in the PostgreSQL of $PG_CONFIG (15, 16 or 17;
+# 54371-54373), Citus and simhash_ext installed in the PostgreSQL of $PG_CONFIG (15 to 18;
 # Debian's 15 unless set). Checks that an attached distributed table has its fingerprints, band
 # indexes and trigger on every shard, that lookups, pairs and clusters from the coordinator equal
 # brute force over all shards, that near-duplicates are rejected exactly per value of the
