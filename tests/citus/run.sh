@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # simhash_ext on a Citus cluster (issue 12): a coordinator and two workers on loopback (ports
-# 54371-54373), Citus and simhash_ext installed in the system PostgreSQL 15. Checks that an attached
-# distributed table has its fingerprints, band indexes and trigger on every shard, that lookups,
-# pairs and clusters from the coordinator equal brute force over all shards, that near-duplicates
-# are rejected exactly per value of the distribution column under concurrent writers, and that every
-# check that could not be exact is refused with SQLSTATE 0A000. Last, in a database of its own, a
-# registry attachment made by simhash_ext 0.3.0 (its frozen install script, put into the extension
-# directory for the test) through ALTER EXTENSION simhash_ext UPDATE on the coordinator.
+# 54371-54373), Citus and simhash_ext installed in the PostgreSQL of $PG_CONFIG (15 to 18;
+# Debian's 15 unless set). Checks that an attached distributed table has its fingerprints, band
+# indexes and trigger on every shard, that lookups, pairs and clusters from the coordinator equal
+# brute force over all shards, that near-duplicates are rejected exactly per value of the
+# distribution column under concurrent writers, and that every check that could not be exact is
+# refused with SQLSTATE 0A000. Last, in a database of its own, a registry attachment made by
+# simhash_ext 0.3.0 (its frozen install script, put into the extension directory for the test)
+# through ALTER EXTENSION simhash_ext UPDATE on the coordinator.
 #
 # Prints "skipped: ..." and exits 77 when Citus is not installed (README: Scaling out with Citus).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -18,6 +19,7 @@ fi
 on_exit_stop_cluster
 start_cluster
 measure "Citus" "$(qn "$COORDINATOR" -c "SELECT extversion FROM pg_extension WHERE extname = 'citus'")"
+measure "PostgreSQL" "$(qn "$COORDINATOR" -c "SHOW server_version")"
 expect "simhash_ext created on both workers by CREATE EXTENSION on the coordinator" \
     "$(qn "$COORDINATOR" -c "SELECT string_agg(result, ',') FROM run_command_on_workers(
         \$\$SELECT extversion FROM pg_extension WHERE extname = 'simhash_ext'\$\$)")" \
