@@ -336,8 +336,7 @@ INSERT INTO notes_body_checked VALUES (2, 2, 'Short note about the weather!');
 INSERT INTO notes_body_checked VALUES (3, 3, 'The city council approved the budget for protected bike lanes on Monday.');
 SQL
 expect "registry, min_length: a short near-duplicate in another site goes in, registered and filed" \
-    "$(qn "$COORDINATOR" -c "SELECT count(*) FILTER (WHERE body_registered = body_simhash), (SELECT count(DISTINCT row_key) FROM notes_body_registry)
-                             FROM notes")" "3|3"
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FROM notes WHERE body_registered = body_simhash")|$(qn "$COORDINATOR" -c "SELECT count(DISTINCT row_key) FROM notes_body_registry")" "3|3"
 expect "registry, min_length: a long near-duplicate in another site is still rejected (23505)" \
     "$(sqlstate "$DB" "INSERT INTO notes_body_checked VALUES (4, 4, 'The city council approved the budget for protected bike lanes on Monday!')")" 23505
 
