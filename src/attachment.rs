@@ -331,22 +331,20 @@ impl Attachment {
     /// The columns `simhash_attach()` added for this attachment: the fingerprint, the bands, the flag
     /// column in `'flag'` mode and the registered fingerprint of a registry attachment.
     pub fn derived_columns(&self) -> Vec<String> {
-        let mut columns = vec![self.fingerprint_column()];
-        columns.extend((0..self.nbands).map(|band| self.band_column(band)));
-        if self.mode == Mode::Flag {
-            columns.push(self.flag_column());
-        }
-        if self.registry {
-            columns.push(self.registered_column());
-        }
-        columns
+        self.columns(self.mode == Mode::Flag, self.registry)
     }
 
     /// Every column an attachment of this text column can add, whatever its mode.
     fn all_derived_columns(&self) -> Vec<String> {
+        self.columns(true, true)
+    }
+
+    /// The fingerprint and band columns, then the flag and registered columns when asked for.
+    fn columns(&self, flag: bool, registered: bool) -> Vec<String> {
         let mut columns = vec![self.fingerprint_column()];
         columns.extend((0..self.nbands).map(|band| self.band_column(band)));
-        columns.extend([self.flag_column(), self.registered_column()]);
+        columns.extend(flag.then(|| self.flag_column()));
+        columns.extend(registered.then(|| self.registered_column()));
         columns
     }
 

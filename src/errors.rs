@@ -66,17 +66,7 @@ pub fn in_extern<T>(body: impl FnOnce() -> T) -> T {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
         Ok(value) => value,
         Err(payload) => match payload.downcast::<EncodedError>() {
-            Ok(e) => {
-                let mut report = pgrx::pg_sys::panic::ErrorReport::new(e.code, e.message, "simhash_ext");
-                if let Some(detail) = e.detail {
-                    report = report.set_detail(detail);
-                }
-                if let Some(hint) = e.hint {
-                    report = report.set_hint(hint);
-                }
-                report.report(pgrx::PgLogLevel::ERROR);
-                unreachable!("an ERROR does not return")
-            }
+            Ok(e) => e.report_with(|text| text),
             Err(other) => std::panic::resume_unwind(other),
         },
     }
@@ -86,16 +76,17 @@ impl EncodedError {
     /// Reports the error from a `#[pg_extern]` function (not inside [`guard`]), its texts made
     /// valid in the server encoding as [`message`] makes them.
     pub fn report(self) -> ! {
-        let mut report = pgrx::pg_sys::panic::ErrorReport::new(
-            self.code,
-            message(&self.message).into_owned(),
-            "simhash_ext",
-        );
+        self.report_with(|text| message(&text).into_owned())
+    }
+
+    /// Reports the error at ERROR with each of its texts passed through `text`.
+    fn report_with(self, text: impl Fn(String) -> String) -> ! {
+        let mut report = pgrx::pg_sys::panic::ErrorReport::new(self.code, text(self.message), "simhash_ext");
         if let Some(detail) = self.detail {
-            report = report.set_detail(message(&detail));
+            report = report.set_detail(text(detail));
         }
         if let Some(hint) = self.hint {
-            report = report.set_hint(message(&hint));
+            report = report.set_hint(text(hint));
         }
         report.report(pgrx::PgLogLevel::ERROR);
         unreachable!("an ERROR does not return")
