@@ -3,13 +3,16 @@
 //! partitions and Citus. The arguments are, in order: text column, nbands, max_distance, mode,
 //! tokenizer, shingle, weighting, stopwords; since 0.3.0 fold (a trigger made before has 8 arguments
 //! and means fold 'auto'); then, as far as needed, the scope column ('' for none), 'registry' for a
-//! distributed table checked through its registry ('' for none), and since 0.4.0 `min_length`.
+//! distributed table checked through its registry ('' for none), since 0.4.0 `min_length`, and
+//! since 0.5.0 the method (absent: SimHash; `minhash:<k>:<bands>:<rows>` and the threshold for
+//! MinHash, whose attachments leave `max_distance` 0 and the weighting empty).
 //! [`Attachment::to_args`] is the one
 //! encoder and [`Attachment::from_args`] the one decoder; the PL/pgSQL of `sql/src/` reaches both
 //! through `src/internal.rs` (docs/ARCHITECTURE.md §6.2). Adding a setting touches this type, its
 //! two codecs and the code that uses the new value.
 
 use pgrx::prelude::*;
+use simhash_core::minhash::{Lsh, MinHashOptions};
 use simhash_core::Options;
 
 use crate::catalog::{cstr_utf8, is_extension_function, qualified_name};
@@ -98,6 +101,82 @@ impl OptionNames {
     }
 }
 
+/// The text options `simhash_attach()` was given; None takes the method's default.
+#[derive(Debug, Clone, Default)]
+pub struct GivenOptions {
+    pub tokenizer: Option<String>,
+    pub shingle: Option<i32>,
+    pub weighting: Option<String>,
+    pub stopwords: Option<bool>,
+    pub fold: Option<String>,
+}
+
+impl GivenOptions {
+    /// The option names with the method's defaults filled in: SimHash's `'bigram'`, 1, `'logtf'`,
+    /// stop words dropped; MinHash's `'word'`, shingles per script, no weighting (stored as ''),
+    /// stop words kept; `fold` `'auto'` for both.
+    fn resolve(self, minhash: bool) -> OptionNames {
+        let (tokenizer, shingle, weighting, stopwords) = if minhash {
+            ("word", 0, "", false)
+        } else {
+            ("bigram", 1, "logtf", true)
+        };
+        OptionNames {
+            tokenizer: self.tokenizer.unwrap_or_else(|| tokenizer.into()),
+            shingle: self.shingle.unwrap_or(shingle),
+            weighting: self.weighting.unwrap_or_else(|| weighting.into()),
+            stopwords: self.stopwords.unwrap_or(stopwords),
+            fold: self.fold.unwrap_or_else(|| "auto".into()),
+        }
+    }
+}
+
+/// How an attachment finds near-duplicates (docs/ARCHITECTURE.md §6.11).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Method {
+    /// 64-bit fingerprints within `max_distance` bits, found through four 16-bit band indexes.
+    SimHash,
+    /// MinHash signatures that share an LSH band and whose estimated similarity reaches the
+    /// threshold, found through one GIN index over the band keys.
+    MinHash(MinHashSettings),
+}
+
+/// What a MinHash attachment stores and compares.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MinHashSettings {
+    pub options: MinHashOptions,
+    pub lsh: Lsh,
+    /// The least estimated similarity of a near-duplicate, from 0 to 1.
+    pub threshold: f64,
+}
+
+impl MinHashSettings {
+    /// The method argument: `minhash:<k>:<bands>:<rows>`.
+    fn method_arg(&self) -> String {
+        format!("minhash:{}:{}:{}", self.options.k, self.lsh.bands, self.lsh.rows)
+    }
+
+    /// The settings a method argument, the option names and a threshold record.
+    fn from_arg(method: &str, names: &OptionNames, threshold: &str) -> Option<MinHashSettings> {
+        let mut parts = method.strip_prefix("minhash:")?.split(':');
+        let mut next = || parts.next().and_then(|p| p.parse::<i32>().ok());
+        let (k, bands, rows) = (next()?, next()?, next()?);
+        let options =
+            MinHashOptions::parse(&names.tokenizer, names.shingle, names.stopwords, &names.fold, k).ok()?;
+        Some(MinHashSettings {
+            options,
+            lsh: Lsh::parse(bands, rows, options.k).ok()?,
+            threshold: threshold.parse().ok().filter(|t| THRESHOLDS.contains(t))?,
+        })
+    }
+}
+
+/// The thresholds a MinHash attachment takes.
+const THRESHOLDS: std::ops::RangeInclusive<f64> = 0.0..=1.0;
+
+/// The method names `simhash_attach()` takes.
+pub const METHODS: [&str; 2] = ["simhash", "minhash"];
+
 /// One attached text column, decoded from its trigger's arguments.
 #[derive(Debug, Clone)]
 pub struct Attachment {
@@ -114,6 +193,7 @@ pub struct Attachment {
     /// Texts of fewer characters are fingerprinted but never rejected, skipped or flagged (0: every
     /// text is checked).
     pub min_length: i32,
+    pub method: Method,
 }
 
 /// Every band index serves every distance up to [`MAX_DISTANCE`]: the attachments made since
@@ -124,13 +204,18 @@ pub const NBANDS: i32 = 4;
 const MAX_NAME_BYTES: usize = 63;
 
 impl Attachment {
-    /// A new attachment of `text_column` with the settings `simhash_attach()` was given, or the
-    /// error that names the first bad one, in the order attach checks them.
+    /// A new attachment of `text_column` with the settings `simhash_attach()` was given (None: the
+    /// method's default), or the error that names the first bad one, in the order attach checks them:
+    /// the method, `max_distance` or `threshold`, `on_duplicate`, the text options, `min_length`,
+    /// a registry of MinHash, then the length of the derived names.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         text_column: &str,
+        method: Option<&str>,
         max_distance: Option<i32>,
+        threshold: Option<f64>,
         on_duplicate: Option<&str>,
-        option_names: Option<OptionNames>,
+        given: GivenOptions,
         scope_column: Option<&str>,
         registry: bool,
         min_length: Option<i32>,
@@ -141,14 +226,53 @@ impl Attachment {
             detail: None,
             hint: None,
         };
-        let max_distance = max_distance
-            .filter(|k| (0..=MAX_DISTANCE as i32).contains(k))
-            .ok_or_else(|| {
-                invalid(format!(
-                "invalid value for option \"max_distance\": {}; allowed: an integer from 0 to {MAX_DISTANCE}",
-                max_distance.map_or("NULL".into(), |k| k.to_string())
-            ))
-            })?;
+        let minhash = match method.unwrap_or("simhash") {
+            "simhash" => false,
+            "minhash" => true,
+            other => {
+                return Err(invalid(format!(
+                    "invalid value for option \"method\": '{}'; allowed: {}",
+                    other.replace('\'', "''"),
+                    METHODS.map(|m| format!("'{m}'")).join(", ")
+                )))
+            }
+        };
+        let not_for = |option: &str, method: &str, instead: &str| EncodedError {
+            hint: Some(format!("With method => '{method}', {instead}.")),
+            ..invalid(format!("option \"{option}\" does not apply to method '{method}'"))
+        };
+        if minhash && max_distance.is_some() {
+            return Err(not_for(
+                "max_distance",
+                "minhash",
+                "set the least similarity with threshold",
+            ));
+        }
+        if !minhash && threshold.is_some() {
+            return Err(not_for(
+                "threshold",
+                "simhash",
+                "set the largest Hamming distance with max_distance",
+            ));
+        }
+        if minhash && given.weighting.is_some() {
+            return Err(not_for("weighting", "minhash", "every shingle counts once"));
+        }
+        let max_distance = match max_distance {
+            None => 7,
+            Some(k) if (0..=MAX_DISTANCE as i32).contains(&k) => k,
+            Some(k) => {
+                return Err(invalid(format!(
+                    "invalid value for option \"max_distance\": {k}; allowed: an integer from 0 to {MAX_DISTANCE}"
+                )))
+            }
+        };
+        let threshold = threshold.unwrap_or(simhash_core::minhash::DEFAULT_THRESHOLD);
+        if minhash && !THRESHOLDS.contains(&threshold) {
+            return Err(invalid(format!(
+                "invalid value for option \"threshold\": {threshold}; allowed: a number from 0 to 1"
+            )));
+        }
         let mode = on_duplicate.and_then(Mode::parse).ok_or_else(|| {
             let allowed: Vec<String> = Mode::NAMES.iter().map(|(_, name)| format!("'{name}'")).collect();
             invalid(format!(
@@ -157,23 +281,49 @@ impl Attachment {
                 allowed.join(", ")
             ))
         })?;
-        let option_names = option_names.ok_or_else(|| EncodedError {
-            code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            message: "simhash_attach: fingerprint options must not be NULL".into(),
-            detail: None,
-            hint: None,
-        })?;
-        let options = option_names.parse().map_err(|e| invalid(e.to_string()))?;
+        let option_names = given.resolve(minhash);
+        let (options, method) = if minhash {
+            let options = MinHashOptions::parse(
+                &option_names.tokenizer,
+                option_names.shingle,
+                option_names.stopwords,
+                &option_names.fold,
+                simhash_core::minhash::DEFAULT_K as i32,
+            )
+            .map_err(|e| invalid(e.to_string()))?;
+            let settings = MinHashSettings {
+                options,
+                lsh: Lsh::default(),
+                threshold,
+            };
+            (Options::default(), Method::MinHash(settings))
+        } else {
+            (
+                option_names.parse().map_err(|e| invalid(e.to_string()))?,
+                Method::SimHash,
+            )
+        };
         let min_length = min_length.filter(|n| *n >= 0).ok_or_else(|| {
             invalid(format!(
                 "invalid value for option \"min_length\": {}; allowed: an integer from 0 (every text is checked) up",
                 min_length.map_or("NULL".into(), |n| n.to_string())
             ))
         })?;
+        if minhash && registry {
+            return Err(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                message: "simhash_attach: registry => true is not supported with method => 'minhash'".into(),
+                detail: None,
+                hint: Some(
+                    "Attach the distributed table with scope => its distribution column, or use method => 'simhash'."
+                        .into(),
+                ),
+            });
+        }
         let att = Attachment {
             text_column: text_column.to_string(),
             nbands: NBANDS,
-            max_distance,
+            max_distance: if minhash { 0 } else { max_distance },
             mode,
             option_names,
             options,
@@ -184,6 +334,7 @@ impl Attachment {
             },
             registry,
             min_length,
+            method,
         };
         let longest = att
             .all_derived_columns()
@@ -223,7 +374,21 @@ impl Attachment {
             scope_column: None,
             registry: false,
             min_length: 0,
+            method: Method::SimHash,
         }
+    }
+
+    /// The MinHash settings of a MinHash attachment.
+    pub fn minhash(&self) -> Option<&MinHashSettings> {
+        match &self.method {
+            Method::MinHash(settings) => Some(settings),
+            Method::SimHash => None,
+        }
+    }
+
+    /// The method's name, as `simhash_attach()` takes it.
+    pub fn method_name(&self) -> &'static str {
+        METHODS[usize::from(self.minhash().is_some())]
     }
 
     /// The trigger arguments that record this attachment (what [`Attachment::from_args`] reads).
@@ -244,7 +409,15 @@ impl Attachment {
         // ''), min_length; so an attachment without them has the arguments of 0.3.0.
         let scope = self.scope_column.clone().unwrap_or_default();
         let registry = if self.registry { "registry" } else { "" };
-        if self.min_length > 0 {
+        if let Some(m) = self.minhash() {
+            args.extend([
+                scope,
+                registry.into(),
+                self.min_length.to_string(),
+                m.method_arg(),
+            ]);
+            args.push(m.threshold.to_string());
+        } else if self.min_length > 0 {
             args.extend([scope, registry.into(), self.min_length.to_string()]);
         } else if self.registry {
             args.extend([scope, registry.into()]);
@@ -266,14 +439,15 @@ impl Attachment {
         else {
             return None;
         };
-        let (fold, scope, registry, min_length) = match rest {
-            [] => ("auto", "", false, "0"),
-            [f] => (f.as_str(), "", false, "0"),
-            [f, sc] => (f.as_str(), sc.as_str(), false, "0"),
-            [f, sc, r] if r == "registry" => (f.as_str(), sc.as_str(), true, "0"),
+        let (fold, scope, registry, min_length, method) = match rest {
+            [] => ("auto", "", false, "0", None),
+            [f] => (f.as_str(), "", false, "0", None),
+            [f, sc] => (f.as_str(), sc.as_str(), false, "0", None),
+            [f, sc, r] if r == "registry" => (f.as_str(), sc.as_str(), true, "0", None),
             [f, sc, r, n] if r == "registry" || r.is_empty() => {
-                (f.as_str(), sc.as_str(), !r.is_empty(), n.as_str())
+                (f.as_str(), sc.as_str(), !r.is_empty(), n.as_str(), None)
             }
+            [f, sc, r, n, m, t] if r.is_empty() => (f.as_str(), sc.as_str(), false, n.as_str(), Some((m, t))),
             _ => return None,
         };
         let option_names = OptionNames {
@@ -283,7 +457,13 @@ impl Attachment {
             stopwords: stopwords == "true",
             fold: fold.to_string(),
         };
-        let options = option_names.parse().ok()?;
+        let (options, method) = match method {
+            None => (option_names.parse().ok()?, Method::SimHash),
+            Some((m, t)) => (
+                Options::default(),
+                Method::MinHash(MinHashSettings::from_arg(m, &option_names, t)?),
+            ),
+        };
         Some(Attachment {
             text_column: text_column.clone(),
             nbands: nbands.parse().ok().filter(|n| (3..=64).contains(n))?,
@@ -297,6 +477,7 @@ impl Attachment {
             scope_column: (!scope.is_empty()).then(|| scope.to_string()),
             registry,
             min_length: min_length.parse().ok().filter(|n| *n >= 0)?,
+            method,
         })
     }
 
@@ -311,12 +492,28 @@ impl Attachment {
         Attachment::from_args(&args)
     }
 
+    /// The column of the stored fingerprint (`bigint`) or MinHash signature (`bytea`).
     pub fn fingerprint_column(&self) -> String {
-        format!("{}_simhash", self.text_column)
+        let suffix = if self.minhash().is_some() {
+            "minhash"
+        } else {
+            "simhash"
+        };
+        format!("{}_{suffix}", self.text_column)
     }
 
+    /// A SimHash attachment's band column `band`.
     pub fn band_column(&self, band: i32) -> String {
         format!("{}_band{band}", self.text_column)
+    }
+
+    /// The indexed columns generated from the fingerprint: SimHash's band columns, or MinHash's
+    /// one array of LSH band keys.
+    pub fn band_columns(&self) -> Vec<String> {
+        match self.minhash() {
+            Some(_) => vec![format!("{}_lsh", self.text_column)],
+            None => (0..self.nbands).map(|band| self.band_column(band)).collect(),
+        }
     }
 
     pub fn flag_column(&self) -> String {
@@ -342,7 +539,7 @@ impl Attachment {
     /// The fingerprint and band columns, then the flag and registered columns when asked for.
     fn columns(&self, flag: bool, registered: bool) -> Vec<String> {
         let mut columns = vec![self.fingerprint_column()];
-        columns.extend((0..self.nbands).map(|band| self.band_column(band)));
+        columns.extend(self.band_columns());
         columns.extend(flag.then(|| self.flag_column()));
         columns.extend(registered.then(|| self.registered_column()));
         columns

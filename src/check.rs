@@ -17,12 +17,24 @@ use crate::spi::server_cstring;
 /// Takes the transaction-level advisory locks of `pg_advisory_xact_lock(relid, key)` for the keys
 /// of `simhash_core::probe::lock_keys`: k+1 parts of the fingerprint, so that two writes within
 /// distance k always wait for each other, whatever bands the lookup probes.
+pub fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
+    // Keys are (part << 8) | value with fewer than 32 parts: a slot each below MINHASH_SLOTS.
+    lock_keys(
+        relid,
+        simhash_core::probe::lock_keys(fp, max_distance)
+            .into_iter()
+            .map(|key| (key, key as usize)),
+    );
+}
+
+/// Takes the advisory locks `(relid, key)` of `keys`, each given with its slot in the set of held
+/// locks (`slot` ≥ [`HELD_SLOTS`]: not remembered).
 ///
 /// A lock this (sub)transaction already took is not asked for again: transaction-level advisory
 /// locks stay held until the (sub)transaction that took them ends, so while the same one is
 /// current the lock manager would only count one more hold. A bulk insert comes to hold every key
 /// of a table after a few thousand rows, and then takes no lock at all per row.
-pub fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
+pub fn lock_keys(relid: pg_sys::Oid, keys: impl IntoIterator<Item = (u32, usize)>) {
     let owner = unsafe {
         (
             crate::compat::local_transaction_id(),
@@ -30,15 +42,14 @@ pub fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
             relid,
         )
     };
-    for key in simhash_core::probe::lock_keys(fp, max_distance) {
-        // Keys are (part << 8) | value with fewer than 32 parts: a bit each.
-        let (word, bit) = ((key / 64) as usize % HELD_WORDS, 1u64 << (key % 64));
+    for (key, slot) in keys {
+        let (word, bit) = (slot / 64 % HELD_WORDS, 1u64 << (slot % 64));
         let known = HELD_LOCKS.with(|h| {
             let mut h = h.borrow_mut();
             if h.0 != owner {
                 *h = (owner, [0; HELD_WORDS]);
             }
-            key < (HELD_WORDS * 64) as u32 && h.1[word] & bit != 0
+            slot < HELD_SLOTS && h.1[word] & bit != 0
         });
         if known {
             continue;
@@ -53,14 +64,18 @@ pub fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
         };
         unsafe { pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false, false) };
         // Recorded only once granted: an error (a deadlock, a cancel) leaves the set without it.
-        if key < (HELD_WORDS * 64) as u32 {
+        if slot < HELD_SLOTS {
             HELD_LOCKS.with(|h| h.borrow_mut().1[word] |= bit);
         }
     }
 }
 
-/// Words of the set of held lock keys: room for 32 parts of 8 bits.
-const HELD_WORDS: usize = 32 * 256 / 64;
+/// Slots of the set of held lock keys: 32 parts of 8 bits (SimHash), then from `MINHASH_SLOTS`
+/// the `MINHASH_LOCK_SLOTS` of MinHash band keys (`crate::lsh`).
+pub const MINHASH_SLOTS: usize = 32 * 256;
+pub const MINHASH_LOCK_SLOTS: usize = 32 * 128;
+const HELD_SLOTS: usize = MINHASH_SLOTS + MINHASH_LOCK_SLOTS;
+const HELD_WORDS: usize = HELD_SLOTS.div_ceil(64);
 
 thread_local! {
     /// The advisory lock keys known to be held on one table, with the (local transaction,
@@ -80,10 +95,18 @@ thread_local! {
     static LOOKUPS: RefCell<HashMap<(u32, String, String), Lookup>> = RefCell::new(HashMap::new());
 }
 
-/// The nearest existing row within `max_distance`.
+/// How near an existing row is: its Hamming distance (SimHash) or estimated similarity (MinHash).
+#[derive(Clone, Copy)]
+pub enum Measure {
+    Distance(u32),
+    Similarity(f64),
+}
+
+/// The nearest existing row within `max_distance` (the most similar one at least as similar as the
+/// threshold).
 pub struct Nearest {
     pub key: String,
-    pub distance: i32,
+    pub measure: Measure,
     /// The row's key as the flag column stores it, copied out of SPI's memory.
     pub flag_value: Option<pg_sys::Datum>,
 }
@@ -318,7 +341,15 @@ pub unsafe fn find_nearest(
         pg_sys::UnregisterSnapshot(snapshot);
         return (String::new(), None);
     };
-    let found = describe_row(&ext_schema(), att, relid, tid, distance, flag_attr, snapshot);
+    let found = describe_row(
+        &ext_schema(),
+        att,
+        relid,
+        tid,
+        Measure::Distance(distance),
+        flag_attr,
+        snapshot,
+    );
     pg_sys::UnregisterSnapshot(snapshot);
     found
 }
@@ -330,7 +361,7 @@ pub unsafe fn describe_row(
     att: &Attachment,
     relid: pg_sys::Oid,
     tid: pg_sys::ItemPointerData,
-    distance: u32,
+    measure: Measure,
     flag_attr: Option<&pg_sys::FormData_pg_attribute>,
     snapshot: pg_sys::Snapshot,
 ) -> (String, Option<Nearest>) {
@@ -392,10 +423,15 @@ pub unsafe fn describe_row(
         key_columns,
         Some(Nearest {
             key,
-            distance: distance as i32,
+            measure,
             flag_value,
         }),
     )
+}
+
+/// A similarity as messages show it: three decimals.
+pub fn similarity_text(similarity: f64) -> String {
+    format!("{similarity:.3}")
 }
 
 /// The error of a write to `table` that comes within `max_distance` of its row `n`.
@@ -406,10 +442,18 @@ pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nea
             "near-duplicate text in column \"{}\" of relation \"{table}\"",
             att.text_column
         ),
-        detail: Some(format!(
-            "Key ({key_columns})=({}) is at Hamming distance {} (max_distance {}).",
-            n.key, n.distance, att.max_distance
-        )),
+        detail: Some(match n.measure {
+            Measure::Similarity(similarity) => format!(
+                "Key ({key_columns})=({}) has estimated similarity {} (threshold {}).",
+                n.key,
+                similarity_text(similarity),
+                att.minhash().map_or(0.0, |m| m.threshold)
+            ),
+            Measure::Distance(distance) => format!(
+                "Key ({key_columns})=({}) is at Hamming distance {distance} (max_distance {}).",
+                n.key, att.max_distance
+            ),
+        }),
         hint: None,
     })
 }

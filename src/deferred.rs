@@ -218,7 +218,7 @@ unsafe fn check_from(start: usize) {
                 att,
                 group.relid,
                 tid,
-                distance,
+                crate::check::Measure::Distance(distance),
                 None,
                 snapshot,
             );

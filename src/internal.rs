@@ -10,7 +10,7 @@
 mod simhash_internal {
     use pgrx::prelude::*;
 
-    use crate::attachment::{Attachment, OptionNames, RowKey};
+    use crate::attachment::{Attachment, GivenOptions, RowKey};
     use crate::catalog::{cstr_utf8, RegClass};
     use crate::text::{server_to_utf8_lossy, utf8_to_server, ServerBytes, ServerText, Text};
 
@@ -34,15 +34,16 @@ mod simhash_internal {
             .collect()
     }
 
-    /// The trigger arguments (as `tgargs` holds them) of a new attachment with these settings, or the
-    /// error naming the first bad setting: `max_distance`, `on_duplicate`, the fingerprint options
-    /// (22023, or 22004 when NULL), `min_length`, then a column name too long to derive names from
-    /// (42622).
+    /// The trigger arguments (as `tgargs` holds them) of a new attachment with these settings (NULL:
+    /// the method's default), or the error naming the first bad setting, in the order of
+    /// [`Attachment::new`].
     #[allow(clippy::too_many_arguments)]
     #[pg_extern(immutable, parallel_safe, name = "encode_attachment")]
     fn encode_attachment(
         text_column: Option<Text>,
+        method: Option<Text>,
         max_distance: Option<i32>,
+        threshold: Option<f64>,
         on_duplicate: Option<Text>,
         tokenizer: Option<Text>,
         shingle: Option<i32>,
@@ -55,15 +56,13 @@ mod simhash_internal {
     ) -> Vec<u8> {
         // Names and option values arrive in the server encoding.
         let utf8 = |t: Option<Text>| t.map(|t| t.to_utf8().to_string());
-        let option_names = (|| {
-            Some(OptionNames {
-                tokenizer: utf8(tokenizer)?,
-                shingle: shingle?,
-                weighting: utf8(weighting)?,
-                stopwords: stopwords?,
-                fold: utf8(fold)?,
-            })
-        })();
+        let given = GivenOptions {
+            tokenizer: utf8(tokenizer),
+            shingle,
+            weighting: utf8(weighting),
+            stopwords,
+            fold: utf8(fold),
+        };
         let Some(text_column) = text_column else {
             crate::errors::EncodedError {
                 code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
@@ -75,9 +74,11 @@ mod simhash_internal {
         };
         let att = Attachment::new(
             &text_column.to_utf8(),
+            utf8(method).as_deref(),
             max_distance,
+            threshold,
             utf8(on_duplicate).as_deref(),
-            option_names,
+            given,
             utf8(scope).as_deref(),
             registry.unwrap_or(false),
             min_length,
@@ -104,17 +105,19 @@ mod simhash_internal {
             name!(text_column, ServerText),
             name!(fingerprint_column, ServerText),
             name!(band_columns, Vec<ServerText>),
-            name!(max_distance, i32),
+            name!(max_distance, Option<i32>),
             name!(on_duplicate, String),
             name!(flag_column, Option<ServerText>),
             name!(tokenizer, String),
             name!(shingle, i32),
-            name!(weighting, String),
+            name!(weighting, Option<String>),
             name!(stopwords, bool),
             name!(fold, String),
             name!(scope_column, Option<ServerText>),
             name!(registry, bool),
             name!(min_length, i32),
+            name!(method, String),
+            name!(threshold, Option<f64>),
         ),
     > {
         let args: Vec<String> = split_args(tgargs).into_iter().map(server_to_utf8_lossy).collect();
@@ -123,18 +126,20 @@ mod simhash_internal {
             (
                 ServerText(att.text_column.clone()),
                 ServerText(att.fingerprint_column()),
-                (0..att.nbands).map(|b| ServerText(att.band_column(b))).collect(),
-                att.max_distance,
+                att.band_columns().into_iter().map(ServerText).collect(),
+                att.minhash().is_none().then_some(att.max_distance),
                 att.mode.name().to_string(),
                 (att.mode == crate::attachment::Mode::Flag).then(|| ServerText(att.flag_column())),
                 o.tokenizer,
                 o.shingle,
-                o.weighting,
+                att.minhash().is_none().then_some(o.weighting),
                 o.stopwords,
                 o.fold,
                 att.scope_column.clone().map(ServerText),
                 att.registry,
                 att.min_length,
+                att.method_name().to_string(),
+                att.minhash().map(|m| m.threshold),
             )
         });
         TableIterator::new(row)

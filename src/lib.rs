@@ -16,6 +16,7 @@ mod fill;
 mod fingerprint;
 mod internal;
 mod leafmap;
+mod lsh;
 mod minhash;
 mod partitions;
 mod search;

@@ -592,9 +592,15 @@ unsafe fn query_fingerprint(
     }
 }
 
-/// Adds a row (`item`, `distance`) to the result of a set-returning call.
-unsafe fn put_row(rsinfo: *mut pg_sys::ReturnSetInfo, mut values: [pg_sys::Datum; 2], mut nulls: [bool; 2]) {
+/// Adds a row (`item`, `distance`, `similarity`) to the result of a set-returning call; a
+/// declaration of 0.4.0 or older returns (`item`, `distance`) only (`ALTER EXTENSION ... UPDATE`
+/// not run yet).
+unsafe fn put_row(rsinfo: *mut pg_sys::ReturnSetInfo, mut values: [pg_sys::Datum; 3], mut nulls: [bool; 3]) {
     // The tuplestore copies the row into its own memory.
+    if (*(*rsinfo).setDesc).natts < 3 {
+        values[2] = pg_sys::Datum::from(0);
+        nulls[2] = true;
+    }
     pg_sys::tuplestore_putvalues(
         (*rsinfo).setResult,
         (*rsinfo).setDesc,
@@ -603,9 +609,21 @@ unsafe fn put_row(rsinfo: *mut pg_sys::ReturnSetInfo, mut values: [pg_sys::Datum
     );
 }
 
-/// `simhash_near_duplicates(rel anyelement, fingerprint bigint | doc text, max_distance int,
-/// text_column name)`: the rows of the table within max_distance, nearest first.
-unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg_sys::Datum {
+/// What a lookup is given to look for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Query {
+    /// `(rel, fingerprint bigint, max_distance, text_column)`.
+    Fingerprint,
+    /// `(rel, doc text, max_distance, text_column, threshold)`.
+    Text,
+    /// `(rel, signature bytea, threshold, text_column)`.
+    Signature,
+}
+
+/// `simhash_near_duplicates(rel anyelement, fingerprint bigint | doc text | signature bytea, ...)`:
+/// the rows of the table within max_distance, nearest first, or (MinHash) sharing a band with at
+/// least the threshold's similarity, most similar first.
+unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, query: Query) -> pg_sys::Datum {
     crate::errors::arm_allocator();
     let relid = row_table(fcinfo);
     let text_column = (!arg_null(fcinfo, 3)).then(|| {
@@ -616,6 +634,42 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
     let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
     let heap = open_table(relid);
     let att = crate::attachment::find(heap, text_column.as_deref(), own_namespace(fcinfo));
+    let nargs = (*fcinfo).nargs as usize;
+    let threshold_arg = match query {
+        Query::Signature => Some(2),
+        Query::Text if nargs > 4 => Some(4),
+        _ => None,
+    }
+    .filter(|&i| !arg_null(fcinfo, i))
+    .map(|i| f64::from_bits(arg(fcinfo, i).value() as u64));
+    if let Some(settings) = att.minhash() {
+        let distance_given = query != Query::Signature && !arg_null(fcinfo, 2);
+        let value = (!arg_null(fcinfo, 1)).then(|| arg(fcinfo, 1));
+        let given = match query {
+            Query::Fingerprint => crate::lsh::Given::Fingerprint,
+            Query::Text => crate::lsh::Given::Text(value),
+            Query::Signature => crate::lsh::Given::Signature(value),
+        };
+        crate::lsh::near_duplicates(heap, &att, settings, given, distance_given, threshold_arg)
+            .into_iter()
+            .for_each(|(item, similarity)| {
+                put_row(
+                    rsinfo,
+                    [
+                        item,
+                        pg_sys::Datum::from(0),
+                        pg_sys::Datum::from(similarity.to_bits()),
+                    ],
+                    [false, true, false],
+                )
+            });
+        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+        return pg_sys::Datum::from(0);
+    }
+    if query == Query::Signature || threshold_arg.is_some() {
+        crate::lsh::refuse_for_simhash(&att, relid);
+    }
+    let by_text = query == Query::Text;
     let k = if arg_null(fcinfo, 2) {
         att.max_distance
     } else {
@@ -630,8 +684,8 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, by_text: bool) -> pg
                 for (distance, item) in local_near_duplicates(heap, &att, query, k) {
                     put_row(
                         rsinfo,
-                        [item, pg_sys::Datum::from(distance as i32)],
-                        [false, false],
+                        [item, pg_sys::Datum::from(distance as i32), pg_sys::Datum::from(0)],
+                        [false, false, true],
                     );
                 }
             }
@@ -754,9 +808,9 @@ unsafe fn distributed_near_duplicates(
     };
     let sql = format!("SELECT x.item, x.distance FROM ({lookup}) x ORDER BY x.distance{order}");
     crate::spi::for_each_row(&sql, &[], "the distributed lookup", &mut |row, desc| {
-        let mut values = [pg_sys::Datum::from(0); 2];
-        let mut nulls = [false; 2];
-        for (i, (value, null)) in values.iter_mut().zip(nulls.iter_mut()).enumerate() {
+        let mut values = [pg_sys::Datum::from(0); 3];
+        let mut nulls = [false, false, true];
+        for (i, (value, null)) in values.iter_mut().zip(nulls.iter_mut()).take(2).enumerate() {
             *value = pg_sys::SPI_getbinval(row, desc, i as i32 + 1, null);
         }
         put_row(rsinfo, values, nulls);
@@ -773,12 +827,21 @@ crate::errors::c_function!(
     pg_finfo_simhash_near_duplicates_text, simhash_near_duplicates_text => near_duplicates_by_text
 );
 
+crate::errors::c_function!(
+    /// `simhash_near_duplicates(anyelement, bytea, float8, name)`.
+    pg_finfo_simhash_near_duplicates_signature, simhash_near_duplicates_signature => near_duplicates_by_signature
+);
+
 unsafe fn near_duplicates_by_fingerprint(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    near_duplicates(fcinfo, false)
+    near_duplicates(fcinfo, Query::Fingerprint)
 }
 
 unsafe fn near_duplicates_by_text(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    near_duplicates(fcinfo, true)
+    near_duplicates(fcinfo, Query::Text)
+}
+
+unsafe fn near_duplicates_by_signature(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    near_duplicates(fcinfo, Query::Signature)
 }
 
 /// The probe plan of a lookup, as rows: which values of which band `simhash_near_duplicates` looks
@@ -835,6 +898,18 @@ fn simhash_lookup_cost(
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let att =
             crate::errors::in_extern(|| crate::attachment::find(heap, text_column, own_namespace(fcinfo)));
+        if att.minhash().is_some() {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!(
+                    "simhash_lookup_cost: column \"{}\" of \"{}\" is attached with method 'minhash'",
+                    att.text_column,
+                    relation_name(heap)
+                ),
+                "A MinHash lookup is one query over the GIN index of its band keys: see it with EXPLAIN ANALYZE."
+            );
+        }
         if crate::citus::distribution(table_name.0).is_some() {
             ereport!(
                 ERROR,

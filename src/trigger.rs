@@ -13,7 +13,8 @@ use simhash_core::Chunking;
 use crate::attachment::Mode;
 use crate::catalog::{attribute, extension_schema, qualified_name_of, relation_name};
 use crate::check::{
-    check_shard_scope, find_nearest, lock_parts, raise_duplicate, CopyCommand, ScopeFilter, Written,
+    check_shard_scope, describe_row, find_nearest, lock_parts, raise_duplicate, CopyCommand, Measure,
+    Nearest, ScopeFilter, Written,
 };
 use crate::errors::{raise, EncodedError, OrRaise};
 use crate::setup::{attnum, setup_of, trigger_error, Setup};
@@ -75,6 +76,32 @@ crate::errors::c_function!(
     pg_finfo_simhash_trigger, simhash_trigger => trigger
 );
 
+/// What the trigger stores for a text: a SimHash fingerprint or a MinHash signature.
+enum Stored {
+    SimHash(Option<u64>),
+    MinHash(Option<simhash_core::minhash::Signature>),
+}
+
+impl Stored {
+    /// The column's value.
+    unsafe fn datum(&self) -> Option<pg_sys::Datum> {
+        match self {
+            Stored::SimHash(fp) => fp.map(|fp| pg_sys::Datum::from(fp as i64)),
+            Stored::MinHash(sig) => sig
+                .as_ref()
+                .map(|sig| pg_sys::Datum::from(pgrx::rust_byte_slice_to_bytea(&sig.encode()).into_pg())),
+        }
+    }
+
+    /// A 64-bit token of the value, for the notes of row moves between partitions.
+    fn token(&self) -> Option<u64> {
+        match self {
+            Stored::SimHash(fp) => *fp,
+            Stored::MinHash(sig) => sig.as_ref().map(|s| simhash_core::hash::fnv1a64(&s.encode())),
+        }
+    }
+}
+
 /// One firing of `simhash_trigger()` on a row: the new row and, for an UPDATE, the old one.
 struct Firing<'a> {
     fcinfo: pg_sys::FunctionCallInfo,
@@ -114,19 +141,27 @@ impl Firing<'_> {
         (text_changed, scope_changed)
     }
 
-    /// The fingerprint of the new row's text.
-    unsafe fn fingerprint(&self) -> Option<u64> {
-        getattr(self.tuple, self.setup.text_att, self.tupdesc()).and_then(|datum| {
+    /// The fingerprint (or signature) of the new row's text; None for a NULL text or one without
+    /// tokens.
+    unsafe fn compute(&self) -> Stored {
+        let text = getattr(self.tuple, self.setup.text_att, self.tupdesc()).map(|datum| {
             FINGERPRINTS_COMPUTED.fetch_add(1, Ordering::Relaxed);
-            let doc = Text::from_raw_datum(datum);
-            simhash_core::try_fingerprint_with(
-                &doc.to_utf8(),
-                &self.setup.att.options,
-                Chunking::default(),
-                &mut crate::fingerprint::check_interrupts,
-            )
-            .or_raise()
-        })
+            Text::from_raw_datum(datum)
+        });
+        match self.setup.att.minhash() {
+            Some(settings) => {
+                Stored::MinHash(text.and_then(|doc| crate::lsh::signature_of(&doc.to_utf8(), settings)))
+            }
+            None => Stored::SimHash(text.and_then(|doc| {
+                simhash_core::try_fingerprint_with(
+                    &doc.to_utf8(),
+                    &self.setup.att.options,
+                    Chunking::default(),
+                    &mut crate::fingerprint::check_interrupts,
+                )
+                .or_raise()
+            })),
+        }
     }
 
     /// Whether the new row's text has fewer characters than the attachment's `min_length`: such a
@@ -199,28 +234,40 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             firing.tupdesc(),
         );
         let stored = getattr(tuple, fp_att, tupdesc);
-        if same_bigint(getattr(old, fp_att, tupdesc), stored) {
+        let before = getattr(old, fp_att, tupdesc);
+        if firing.setup.att.minhash().is_some() && same_stored_bytes(before, stored) {
+            let signature = stored.map(|d| simhash_core::hash::fnv1a64(crate::lsh::bytea_bytes(d)));
+            firing.note_update(signature);
+            return pg_sys::Datum::from(tuple);
+        }
+        if firing.setup.att.minhash().is_none() && same_bigint(before, stored) {
             firing.note_update(stored.map(|d| d.value() as i64 as u64));
             return pg_sys::Datum::from(tuple);
         }
     }
-    let fp = firing.fingerprint();
-    let mut columns = vec![(firing.setup.fp_att, fp.map(|fp| pg_sys::Datum::from(fp as i64)))];
+    let value = firing.compute();
+    let token = value.token();
+    let mut columns = vec![(firing.setup.fp_att, value.datum())];
     let att = &firing.setup.att;
     // The INSERT half of a row moved to another partition is no new text.
-    let moved = firing.is_partition() && old.is_none() && crate::partitions::is_row_move(&*td.tg_trigger, fp);
-    if att.mode != Mode::None && text_changed && firing.setup.registered_att.is_some() {
-        check_registered(&firing, fp);
+    let moved =
+        firing.is_partition() && old.is_none() && crate::partitions::is_row_move(&*td.tg_trigger, token);
+    if let (true, true, Stored::SimHash(fp)) = (
+        att.mode != Mode::None && text_changed,
+        firing.setup.registered_att.is_some(),
+        &value,
+    ) {
+        check_registered(&firing, *fp);
         return firing.modified(&columns);
     }
     if att.mode != Mode::None && (text_changed || scope_changed) && !moved && !firing.is_short() {
-        match check(&firing, fp) {
+        match check(&firing, &value) {
             Verdict::Skip => return pg_sys::Datum::from(0),
             Verdict::Flag(column, value) => columns.push((column, value)),
             Verdict::Write => {}
         }
     }
-    firing.note_update(fp);
+    firing.note_update(token);
     firing.modified(&columns)
 }
 
@@ -345,9 +392,9 @@ enum Verdict {
     Flag(i32, Option<pg_sys::Datum>),
 }
 
-/// Checks a new or changed text with fingerprint `fp` for a near-duplicate, under the locks of its
-/// fingerprint; raises the error of `'error'` mode.
-unsafe fn check(firing: &Firing, fp: Option<u64>) -> Verdict {
+/// Checks a new or changed text with fingerprint or signature `value` for a near-duplicate, under
+/// the locks of its fingerprint or band keys; raises the error of `'error'` mode.
+unsafe fn check(firing: &Firing, value: &Stored) -> Verdict {
     let (setup, att, td) = (&firing.setup, &firing.setup.att, firing.td);
     let tupdesc = firing.tupdesc();
     let flag_att = (att.mode == Mode::Flag).then(|| {
@@ -366,10 +413,15 @@ unsafe fn check(firing: &Firing, fp: Option<u64>) -> Verdict {
             collation,
         })
     });
+    let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
     // A row whose scope value is NULL is in no scope: nobody's duplicate (as NULLs in a unique key).
-    let nearest = match (fp, &scope) {
-        (Some(_), Some(None)) | (None, _) => None,
-        (Some(fp), scope) => {
+    let nearest = match (value, &scope) {
+        (_, Some(None)) | (Stored::SimHash(None), _) | (Stored::MinHash(None), _) => None,
+        (Stored::MinHash(Some(sig)), scope) => {
+            most_similar(firing, sig, scope.as_ref().and_then(Option::as_ref), flag_attr)
+        }
+        (Stored::SimHash(Some(fp)), scope) => {
+            let fp = *fp;
             // The locks key on the attached table: writers to different partitions meet.
             lock_parts(setup.attached_table, fp, att.max_distance as u32);
             let deferred = firing.old.is_none() && setup.checks_inserts_after();
@@ -388,7 +440,6 @@ unsafe fn check(firing: &Firing, fp: Option<u64>) -> Verdict {
                     scope: scope.as_ref().and_then(Option::as_ref),
                     copy: None,
                 };
-                let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
                 let (key_columns, nearest) =
                     find_nearest(|| extension_schema(firing.fcinfo), att, &row, flag_attr);
                 nearest.map(|n| (key_columns, n))
@@ -411,6 +462,51 @@ unsafe fn check(firing: &Firing, fp: Option<u64>) -> Verdict {
         ),
         _ => Verdict::Write,
     }
+}
+
+/// A MinHash attachment's check of signature `sig`: the locks of its band keys on the attached
+/// table, then, under a fresh snapshot (as [`find_nearest`] takes it, §8.4), the most similar row
+/// of the attached table that shares a band and reaches the threshold, with its key.
+unsafe fn most_similar(
+    firing: &Firing,
+    sig: &simhash_core::minhash::Signature,
+    scope: Option<&ScopeFilter>,
+    flag_attr: Option<&pg_sys::FormData_pg_attribute>,
+) -> Option<(String, Nearest)> {
+    let (setup, att) = (&firing.setup, &firing.setup.att);
+    let settings = att.minhash().expect("a MinHash attachment");
+    let keys = crate::lsh::band_keys(sig, settings);
+    crate::lsh::lock_band_keys(setup.attached_table, &keys);
+    pg_sys::CommandCounterIncrement();
+    let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+    let probe = crate::lsh::Probe {
+        relid: setup.attached_table,
+        att,
+        settings,
+        signature: sig,
+        keys: &keys,
+        threshold: settings.threshold,
+        scope,
+        exclude: firing
+            .old
+            .map(|old| ((*firing.td.tg_relation).rd_id, (*old).t_self)),
+        rows: false,
+    };
+    let best = crate::lsh::matches(&probe, Some(snapshot)).into_iter().next();
+    let found = best.and_then(|m| {
+        let (key_columns, nearest) = describe_row(
+            &extension_schema(firing.fcinfo),
+            att,
+            m.table,
+            m.tid,
+            Measure::Similarity(m.similarity),
+            flag_attr,
+            snapshot,
+        );
+        nearest.map(|n| (key_columns, n))
+    });
+    pg_sys::UnregisterSnapshot(snapshot);
+    found
 }
 
 crate::errors::c_function!(

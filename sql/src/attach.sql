@@ -1,9 +1,10 @@
 -- simhash_attach(), simhash_internal.find_attachment() and simhash_detach().
-CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT 7,
-                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT 'bigram',
-                               shingle int DEFAULT 1, weighting text DEFAULT 'logtf',
-                               stopwords boolean DEFAULT true, fold text DEFAULT 'auto', scope name DEFAULT NULL,
-                               registry boolean DEFAULT false, min_length int DEFAULT 0)
+CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
+                               shingle int DEFAULT NULL, weighting text DEFAULT NULL,
+                               stopwords boolean DEFAULT NULL, fold text DEFAULT NULL, scope name DEFAULT NULL,
+                               registry boolean DEFAULT false, min_length int DEFAULT 0,
+                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -32,18 +33,22 @@ DECLARE
   wanted name[];
   taken name;
   taken_in regclass;
+  minhash boolean;
+  compute text;
 BEGIN
   IF table_name IS NULL OR text_column IS NULL THEN
     RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
   END IF;
   -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
-  -- check max_distance, on_duplicate, the fingerprint options (22023, 22004 when NULL), min_length,
-  -- and the length of the names derived from the column (42622). The names come from them.
-  args := simhash_internal.encode_attachment(text_column, max_distance, on_duplicate, tokenizer, shingle, weighting,
-                                             stopwords, fold, scope, registry, min_length);
+  -- check the method, max_distance or threshold, on_duplicate, the text options (NULL: the
+  -- method's default), min_length, and the length of the names derived from the column (42622).
+  -- The names, and the options with their defaults filled in, come from them.
+  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
   SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
   fp := att.fingerprint_column;
+  minhash := att.method = 'minhash';
 
   SELECT c.relkind, c.relispartition INTO kind, is_partition FROM pg_class c WHERE c.oid = table_name;
   IF kind NOT IN ('r', 'p') THEN
@@ -187,21 +192,34 @@ BEGIN
   -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
   -- the band columns are generated from it. On a partitioned table each statement below reaches
   -- every partition: the columns are inherited, the indexes partitioned, the trigger cloned.
-  EXECUTE format('ALTER TABLE %s ADD COLUMN %I bigint', table_name, fp);
+  EXECUTE format('ALTER TABLE %s ADD COLUMN %I %s', table_name, fp, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END);
   IF dist_method IS NOT NULL THEN
     -- A Citus table: an UPDATE on every shard, then the band columns.
-    PERFORM simhash_internal.fill(table_name, text_column, fp, tokenizer, shingle, weighting, stopwords, fold);
+    PERFORM simhash_internal.fill(table_name, text_column, fp, att.tokenizer, att.shingle, att.weighting, att.stopwords,
+                                  att.fold, att.method);
   END IF;
-  SELECT string_agg(format('ADD COLUMN %I int GENERATED ALWAYS AS (@extschema@.simhash_band(%I, %s, %s)) STORED',
-                           b.name, fp, b.i - 1, nbands), ', ' ORDER BY b.i)
-  INTO bands FROM unnest(att.band_columns) WITH ORDINALITY b(name, i);
+  IF minhash THEN
+    -- One array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md §6.11).
+    bands := format('ADD COLUMN %I bigint[] GENERATED ALWAYS AS (@extschema@.minhash_bands(%I)) STORED',
+                    att.band_columns[1], fp);
+  ELSE
+    SELECT string_agg(format('ADD COLUMN %I int GENERATED ALWAYS AS (@extschema@.simhash_band(%I, %s, %s)) STORED',
+                             b.name, fp, b.i - 1, nbands), ', ' ORDER BY b.i)
+    INTO bands FROM unnest(att.band_columns) WITH ORDINALITY b(name, i);
+  END IF;
   IF att.flag_column IS NOT NULL THEN
     bands := bands || format(', ADD COLUMN %I %s', att.flag_column, key_type);
   END IF;
   IF registry THEN
     bands := bands || format(', ADD COLUMN %I bigint', names.registered_column);
   END IF;
-  IF dist_method IS NULL THEN
+  IF dist_method IS NULL AND minhash THEN
+    -- One rewrite computes every row's signature (ALTER COLUMN ... TYPE ... USING runs before the
+    -- ADD COLUMNs of the same statement, so the band keys are generated from the new signature).
+    compute := simhash_internal.fingerprint_sql(quote_ident(text_column), att.method, att.tokenizer, att.shingle,
+                                                att.weighting, att.stopwords, att.fold);
+    bands := format('ALTER COLUMN %I TYPE bytea USING %s, ', fp, compute) || bands;
+  ELSIF dist_method IS NULL THEN
     -- One rewrite of the table (of each partition) writes every row once with its fingerprint and
     -- bands: ALTER COLUMN ... TYPE ... USING, run before the ADD COLUMNs of the same statement,
     -- fills the new column, and the generated band columns are computed from the new row. (Filling
@@ -209,18 +227,25 @@ BEGIN
     -- The rewrite runs in this process alone: the fingerprints are computed before it by a parallel
     -- scan, and the rewrite takes each row's (simhash_fill_value, src/fill.rs).
     RAISE DEBUG 'simhash_attach: fingerprinting';
-    PERFORM simhash_internal.fill_collect(table_name, text_column, tokenizer, shingle, weighting, stopwords, fold);
+    PERFORM simhash_internal.fill_collect(table_name, text_column, att.tokenizer, att.shingle, att.weighting,
+                                          att.stopwords, att.fold);
     bands := format('ALTER COLUMN %I TYPE bigint USING simhash_internal.fill_value(tableoid, ctid, %I, %L, %s, %L, %L, %L), ',
-                    fp, text_column, tokenizer, shingle, weighting, stopwords, fold) || bands;
+                    fp, text_column, att.tokenizer, att.shingle, att.weighting, att.stopwords, att.fold) || bands;
   END IF;
   RAISE DEBUG 'simhash_attach: writing fingerprints and bands';
   EXECUTE format('ALTER TABLE %s %s', table_name, bands);
   PERFORM simhash_internal.fill_reset();
   RAISE DEBUG 'simhash_attach: building band indexes';
-  FOR i IN 1 .. nbands LOOP
-    -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
-    EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, att.band_columns[i], fp);
-  END LOOP;
+  IF minhash THEN
+    -- Candidates are the rows sharing a band key with the query (`&&`); the signature, read from
+    -- the heap, decides.
+    EXECUTE format('CREATE INDEX ON %s USING gin (%I)', table_name, att.band_columns[1]);
+  ELSE
+    FOR i IN 1 .. nbands LOOP
+      -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
+      EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, att.band_columns[i], fp);
+    END LOOP;
+  END IF;
   IF dist_method IS NOT NULL THEN
     -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
     -- this trigger reads nothing but its own shard.
@@ -240,13 +265,13 @@ BEGIN
                    'SELECT b.lock_key, b.part_value, t.%I, %s FROM %s t '
                    'CROSS JOIN LATERAL @extschema@.simhash_registry_buckets(t.%I, %s) b WHERE t.%I IS NOT NULL',
                    registry_table, fp, simhash_internal.row_key_sql(table_name, 't'),
-                   table_name, fp, max_distance, fp);
+                   table_name, fp, att.max_distance, fp);
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
     -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
     PERFORM simhash_internal.registry_view(table_name, text_column);
   END IF;
   IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition AND dist_method IS NULL AND scope IS NULL
-     AND NOT registry THEN
+     AND NOT registry AND NOT minhash THEN
     -- The duplicate check of INSERTs, once per statement for all its rows (src/deferred.rs).
     EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
                    names.check_trigger_name, table_name,
@@ -254,8 +279,8 @@ BEGIN
   END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int) IS
-  'Adds a fingerprint column, band columns with B-tree indexes and the simhash trigger to a table (and its partitions)';
+COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8) IS
+  'Adds a fingerprint column (SimHash) or signature column (MinHash), indexed band columns and the simhash trigger to a table (and its partitions)';
 
 CREATE FUNCTION simhash_internal.find_attachment(table_name regclass, text_column name)
 RETURNS @extschema@.simhash_attachment

@@ -5,7 +5,7 @@ COMMENT ON SCHEMA simhash_internal IS
   'simhash_ext: internal helpers of simhash_attach(), simhash_detach() and the triggers; not an API';
 GRANT USAGE ON SCHEMA simhash_internal TO PUBLIC;
 COMMENT ON FUNCTION simhash_internal.trigger_args(bytea) IS 'The arguments of a trigger (pg_trigger.tgargs), as text';
-COMMENT ON FUNCTION simhash_internal.encode_attachment(text, int, text, text, int, text, boolean, text, text, boolean, int) IS
+COMMENT ON FUNCTION simhash_internal.encode_attachment(text, text, int, double precision, text, text, int, text, boolean, text, text, boolean, int) IS
   'The trigger arguments (as pg_trigger.tgargs holds them) that record a new attachment; checks its settings';
 COMMENT ON FUNCTION simhash_internal.decode_attachment(bytea) IS
   'The attachment that trigger arguments record, with its derived column names; no row when they are not a simhash_trigger()''s';
@@ -31,7 +31,7 @@ COMMENT ON FUNCTION simhash_internal.primary_key(regclass) IS 'The primary key c
 CREATE TYPE simhash_attachment AS (
   table_name regclass, text_column name, fingerprint_column name, band_columns name[], max_distance int,
   on_duplicate text, flag_column name, tokenizer text, shingle int, weighting text, stopwords boolean,
-  trigger_name name, fold text, scope_column name, registry boolean, min_length int);
+  trigger_name name, fold text, scope_column name, registry boolean, min_length int, method text, threshold float8);
 
 CREATE FUNCTION simhash_internal.attachment(table_name regclass, trigger_name name, tgargs bytea)
 RETURNS SETOF @extschema@.simhash_attachment
@@ -40,7 +40,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT table_name, d.text_column::name, d.fingerprint_column::name, d.band_columns::name[], d.max_distance,
          d.on_duplicate, d.flag_column::name, d.tokenizer, d.shingle, d.weighting, d.stopwords, trigger_name, d.fold,
-         d.scope_column::name, d.registry, d.min_length
+         d.scope_column::name, d.registry, d.min_length, d.method, d.threshold
   FROM simhash_internal.decode_attachment(tgargs) d
 $$;
 COMMENT ON FUNCTION simhash_internal.attachment(regclass, name, bytea) IS

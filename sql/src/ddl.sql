@@ -33,16 +33,17 @@ BEGIN
     END IF;
     SELECT a.atttypid::regtype INTO fp_type FROM pg_attribute a
     WHERE a.attrelid = partition AND a.attname = att.fingerprint_column AND a.attnum > 0 AND NOT a.attisdropped;
-    IF fp_type IS NOT NULL AND fp_type <> 'bigint'::regtype THEN
-      RAISE EXCEPTION 'cannot attach "%" as a partition of "%": its column "%" has type %, not bigint',
-        partition, parent, att.fingerprint_column, fp_type
+    IF fp_type IS NOT NULL AND fp_type <> CASE att.method WHEN 'minhash' THEN 'bytea' ELSE 'bigint' END::regtype THEN
+      RAISE EXCEPTION 'cannot attach "%" as a partition of "%": its column "%" has type %, not %',
+        partition, parent, att.fingerprint_column, fp_type, CASE att.method WHEN 'minhash' THEN 'bytea' ELSE 'bigint' END
         USING ERRCODE = '42804', HINT = format('Rename or drop column %I of %s first.', att.fingerprint_column, partition);
     END IF;
     -- The columns the partition lacks, as the partitioned table has them (the same generation
     -- expressions, or PostgreSQL refuses the partition).
     added := '{}';
     IF fp_type IS NULL THEN
-      added := added || format('ADD COLUMN %I bigint', att.fingerprint_column);
+      added := added || format('ADD COLUMN %I %s', att.fingerprint_column,
+                               CASE att.method WHEN 'minhash' THEN 'bytea' ELSE 'bigint' END);
     END IF;
     FOREACH b IN ARRAY att.band_columns || att.flag_column LOOP
       CONTINUE WHEN b IS NULL OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = partition AND a.attname = b
@@ -60,7 +61,7 @@ BEGIN
     -- Its rows get the fingerprints the trigger would have given them (rows written while it was
     -- not a partition included).
     PERFORM simhash_internal.fill(partition, att.text_column, att.fingerprint_column, att.tokenizer, att.shingle,
-                                  att.weighting, att.stopwords, att.fold);
+                                  att.weighting, att.stopwords, att.fold, att.method);
   END LOOP;
 END
 $$;

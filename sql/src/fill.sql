@@ -1,6 +1,21 @@
 -- Fingerprinting the rows already in a table when it is attached or becomes a partition (src/fill.rs).
+CREATE FUNCTION simhash_internal.fingerprint_sql(text_expr text, method text, tokenizer text, shingle int,
+                                                 weighting text, stopwords boolean, fold text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  -- What the trigger stores for a text: its SimHash fingerprint or its MinHash signature.
+  SELECT CASE method
+    WHEN 'minhash' THEN format('@extschema@.minhash(%s, %L, %s, %L, %L)', text_expr, tokenizer, shingle, stopwords, fold)
+    ELSE format('@extschema@.simhash(%s, %L, %s, %L, %L, %L)', text_expr, tokenizer, shingle, weighting, stopwords, fold)
+  END
+$$;
+COMMENT ON FUNCTION simhash_internal.fingerprint_sql(text, text, text, int, text, boolean, text) IS
+  'The SQL expression of the fingerprint (SimHash) or signature (MinHash) an attachment stores for a text';
+
 CREATE FUNCTION simhash_internal.fill(table_name regclass, text_column name, fingerprint_column name, tokenizer text,
-                             shingle int, weighting text, stopwords boolean, fold text)
+                             shingle int, weighting text, stopwords boolean, fold text, method text DEFAULT 'simhash')
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -11,11 +26,12 @@ SET min_parallel_table_scan_size = 0
 AS $$
 DECLARE
   leaf regclass;
+  compute text := simhash_internal.fingerprint_sql(format('t.%I', text_column), method, tokenizer, shingle, weighting,
+                                                   stopwords, fold);
 BEGIN
   IF (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
     -- A Citus table: one UPDATE that Citus runs on every shard (the fingerprint is computed there).
-    EXECUTE format('UPDATE %s t SET %I = @extschema@.simhash(t.%I, %L, %s, %L, %L, %L)',
-                   table_name, fingerprint_column, text_column, tokenizer, shingle, weighting, stopwords, fold);
+    EXECUTE format('UPDATE %s t SET %I = %s', table_name, fingerprint_column, compute);
     RETURN;
   END IF;
   -- Every table that holds rows: the table itself, or the leaf partitions of a partitioned one.
@@ -25,16 +41,15 @@ BEGIN
               WHERE p.isleaf AND c.relkind = 'r' AND p.relid <> table_name LOOP
     -- A read-only scan can run in parallel where an UPDATE cannot; the table is locked (the caller
     -- altered it), so the row ctids stay valid.
-    EXECUTE format('CREATE TEMP TABLE simhash_attach_fill AS '
-                   'SELECT ctid AS row_id, @extschema@.simhash(%I, %L, %s, %L, %L, %L) AS fp FROM ONLY %s',
-                   text_column, tokenizer, shingle, weighting, stopwords, fold, leaf);
+    EXECUTE format('CREATE TEMP TABLE simhash_attach_fill AS SELECT ctid AS row_id, %s AS fp FROM ONLY %s t',
+                   compute, leaf);
     EXECUTE format('UPDATE ONLY %s t SET %2$I = f.fp FROM simhash_attach_fill f '
                    'WHERE t.ctid = f.row_id AND t.%2$I IS DISTINCT FROM f.fp', leaf, fingerprint_column);
     DROP TABLE simhash_attach_fill;
   END LOOP;
 END
 $$;
-COMMENT ON FUNCTION simhash_internal.fill(regclass, name, name, text, int, text, boolean, text) IS
+COMMENT ON FUNCTION simhash_internal.fill(regclass, name, name, text, int, text, boolean, text, text) IS
   'Sets the fingerprint column of every row of a table (or of its partitions) that lacks the right one';
 
 CREATE FUNCTION simhash_internal.fill_collect(table_name regclass, text_column name, tokenizer text, shingle int,

@@ -16,6 +16,13 @@ DECLARE
   condition text := CASE WHEN filter IS NULL THEN '' ELSE format(' AND (%s)', filter) END;
   p record;
 BEGIN
+  IF att.method = 'minhash' THEN
+    RAISE EXCEPTION 'column "%" of "%" is attached with method ''minhash'': it has no probe plan of bands',
+      att.text_column, att.table_name
+      USING ERRCODE = '22023',
+            HINT = format('Look it up with simhash_near_duplicates(NULL::%s, doc), or query column %I with the && operator.',
+                          att.table_name, att.band_columns[1]);
+  END IF;
   -- Checks k as lookups do (22023), even when there is no fingerprint to look up.
   PERFORM @extschema@.simhash_probes(0, k, nbands);
   IF fingerprint IS NULL THEN

@@ -1,0 +1,404 @@
+//! MinHash attachments at run time (docs/ARCHITECTURE.md §6.11, §8.10): the advisory locks of a
+//! written signature's LSH band keys, and the one query that finds the rows of a table which
+//! share a band with a signature and reach the threshold — for the trigger (under a fresh
+//! snapshot, the row's own old version excluded, in scope) and for lookups (whole rows, most
+//! similar first). The contract, "shares a band and estimated similarity ≥ threshold", is
+//! `simhash_core::minhash::is_match`; the GIN index over the band keys only narrows the rows to
+//! those sharing a key.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use pgrx::prelude::*;
+use simhash_core::minhash::{self, Signature};
+
+use crate::attachment::{Attachment, MinHashSettings};
+use crate::catalog::qualified_name_of;
+use crate::check::{lock_keys, ScopeFilter, MINHASH_SLOTS};
+use crate::errors::{raise, EncodedError};
+use crate::spi::server_cstring;
+
+/// Lock values per LSH band: a band key takes the lock of (band, key mod 128). The set of held
+/// locks has room for the default 32 bands (keys of later bands are locked without being
+/// remembered).
+const LOCKS_PER_BAND: usize = 128;
+const _: () = assert!(crate::check::MINHASH_LOCK_SLOTS == 32 * LOCKS_PER_BAND);
+/// MinHash lock keys start above every SimHash lock key (fewer than 32 parts of 256 values).
+const LOCK_BASE: u32 = 1 << 16;
+
+/// Takes the advisory locks of a signature's band keys on `relid`, in ascending order. Two
+/// signatures that share a band have that band's key, hence its lock, in common (§8.10); at most
+/// 128 locks per band, 4,096 per table at the default 32 bands, whatever the number of rows.
+pub fn lock_band_keys(relid: pg_sys::Oid, keys: &[i64]) {
+    lock_keys(
+        relid,
+        keys.iter().enumerate().map(|(band, &key)| {
+            let slot = band * LOCKS_PER_BAND + (key as u64 % LOCKS_PER_BAND as u64) as usize;
+            (LOCK_BASE + slot as u32, MINHASH_SLOTS + slot)
+        }),
+    );
+}
+
+/// The signature of `text` with the attachment's options, or None without tokens.
+pub fn signature_of(text: &str, settings: &MinHashSettings) -> Option<Signature> {
+    use crate::errors::OrRaise;
+    minhash::try_minhash_with(
+        text,
+        &settings.options,
+        simhash_core::Chunking::default(),
+        &mut crate::fingerprint::check_interrupts,
+    )
+    .or_raise()
+}
+
+/// The band keys of a signature made with `settings`.
+pub fn band_keys(signature: &Signature, settings: &MinHashSettings) -> Vec<i64> {
+    minhash::band_keys(signature, &settings.lsh).unwrap_or_else(|e| corrupt(&e.to_string()))
+}
+
+fn corrupt(what: &str) -> ! {
+    raise(EncodedError {
+        code: PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+        message: format!("a stored MinHash signature cannot be compared: {what}"),
+        detail: None,
+        hint: Some("Detach the column with simhash_detach() and attach it again.".into()),
+    })
+}
+
+/// What to look for, and where.
+pub struct Probe<'a> {
+    /// The table read: the attached table (every partition), a partition, a shard, a Citus table.
+    pub relid: pg_sys::Oid,
+    pub att: &'a Attachment,
+    pub settings: &'a MinHashSettings,
+    pub signature: &'a Signature,
+    pub keys: &'a [i64],
+    pub threshold: f64,
+    /// Only rows with this scope value count.
+    pub scope: Option<&'a ScopeFilter<'a>>,
+    /// This row (table, TID) never counts: an UPDATE's old version.
+    pub exclude: Option<(pg_sys::Oid, pg_sys::ItemPointerData)>,
+    /// Whether to return whole rows (lookups) or only where they are (the trigger).
+    pub rows: bool,
+}
+
+/// A row the contract accepts.
+pub struct Match {
+    pub table: pg_sys::Oid,
+    pub tid: pg_sys::ItemPointerData,
+    pub similarity: f64,
+    /// The whole row (when asked for), copied out of SPI's memory.
+    pub row: Option<pg_sys::Datum>,
+}
+
+thread_local! {
+    /// Prepared queries by (table, its qualified name, the columns they read, whole rows): a renamed
+    /// table or column never reaches a stale plan.
+    static PLANS: RefCell<HashMap<(u32, String, String, bool, bool), pg_sys::SPIPlanPtr>> = RefCell::new(HashMap::new());
+}
+
+/// The prepared query of `probe`: the rows whose band keys overlap `$1`, with their table, TID,
+/// signature, then the scope value and the whole row when asked for.
+unsafe fn plan_of(probe: &Probe) -> pg_sys::SPIPlanPtr {
+    let quote = |c: &str| pgrx::spi::quote_identifier(c);
+    let att = probe.att;
+    let columns = format!(
+        "t.{}, t.{}{}",
+        quote(&att.fingerprint_column()),
+        quote(&att.band_columns()[0]),
+        att.scope_column
+            .as_ref()
+            .filter(|_| probe.scope.is_some())
+            .map_or(String::new(), |c| format!(", t.{}", quote(c)))
+    );
+    let qualified = qualified_name_of(probe.relid);
+    // A Citus table's rows come from its shards, where table and TID mean nothing to the caller.
+    let distributed = crate::citus::distribution(probe.relid).is_some();
+    let key = (
+        probe.relid.to_u32(),
+        qualified.clone(),
+        columns.clone(),
+        probe.rows,
+        distributed,
+    );
+    if let Some(plan) = PLANS.with(|p| p.borrow().get(&key).copied()) {
+        return plan;
+    }
+    // A partitioned table is read with its partitions; an ordinary one alone.
+    let only =
+        if distributed || pg_sys::get_rel_relkind(probe.relid) as u8 == pg_sys::RELKIND_PARTITIONED_TABLE {
+            ""
+        } else {
+            "ONLY "
+        };
+    let lsh = quote(&att.band_columns()[0]);
+    let fp = quote(&att.fingerprint_column());
+    let scope = match (&att.scope_column, probe.scope) {
+        (Some(c), Some(_)) => format!(", t.{}", quote(c)),
+        _ => String::new(),
+    };
+    let row = if probe.rows { ", t" } else { "" };
+    let place = if distributed {
+        "0::pg_catalog.oid, '(0,0)'::pg_catalog.tid"
+    } else {
+        "t.tableoid, t.ctid"
+    };
+    let sql = format!(
+        "SELECT {place}, t.{fp}{scope}{row} FROM {only}{qualified} t \
+         WHERE t.{lsh} OPERATOR(pg_catalog.&&) $1"
+    );
+    let csql = server_cstring(&sql);
+    let mut types = [pg_sys::INT8ARRAYOID];
+    let plan = pg_sys::SPI_prepare(csql.as_ptr(), 1, types.as_mut_ptr());
+    if plan.is_null() {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            message: "simhash_ext could not prepare its MinHash lookup".into(),
+            detail: Some(format!("Query: {sql}")),
+            hint: None,
+        });
+    }
+    pg_sys::SPI_keepplan(plan);
+    PLANS.with(|p| p.borrow_mut().insert(key, plan));
+    plan
+}
+
+/// `keys` as a `bigint[]` datum.
+unsafe fn int8_array(keys: &[i64]) -> pg_sys::Datum {
+    let mut elems: Vec<pg_sys::Datum> = keys.iter().map(|&k| pg_sys::Datum::from(k)).collect();
+    let array = pg_sys::construct_array(
+        elems.as_mut_ptr(),
+        elems.len() as i32,
+        pg_sys::INT8OID,
+        8,
+        true,
+        b'd' as std::ffi::c_char,
+    );
+    pg_sys::Datum::from(array)
+}
+
+/// The bytes of a non-NULL `bytea` datum.
+pub unsafe fn bytea_bytes<'a>(datum: pg_sys::Datum) -> &'a [u8] {
+    let bytes = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
+    pgrx::varlena_to_byte_slice(bytes)
+}
+
+/// The rows `probe` accepts, as `snapshot` sees them (None: the active snapshot), most similar
+/// first, then by table and TID.
+///
+/// # Safety
+/// Call where a query may run.
+pub unsafe fn matches(probe: &Probe, snapshot: Option<pg_sys::Snapshot>) -> Vec<Match> {
+    pg_sys::SPI_connect();
+    let plan = plan_of(probe);
+    let mut values = [int8_array(probe.keys)];
+    let nulls = [b' ' as std::ffi::c_char];
+    let status = match snapshot {
+        Some(snapshot) => pg_sys::SPI_execute_snapshot(
+            plan,
+            values.as_mut_ptr(),
+            nulls.as_ptr(),
+            snapshot,
+            std::ptr::null_mut(),
+            true,
+            false,
+            0,
+        ),
+        None => pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), true, 0),
+    };
+    if status != pg_sys::SPI_OK_SELECT as i32 {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            message: format!("simhash_ext: the MinHash lookup failed (SPI status {status})"),
+            detail: None,
+            hint: None,
+        });
+    }
+    let table = &*pg_sys::SPI_tuptable;
+    let desc = table.tupdesc;
+    let rows = std::slice::from_raw_parts(table.vals, pg_sys::SPI_processed as usize);
+    let mut found = Vec::new();
+    let scope_col = 4;
+    let row_col = if probe.scope.is_some() { 5 } else { 4 };
+    for &row in rows {
+        let mut null = false;
+        let relid = pg_sys::Oid::from(pg_sys::SPI_getbinval(row, desc, 1, &mut null).value() as u32);
+        let tid = *pg_sys::SPI_getbinval(row, desc, 2, &mut null).cast_mut_ptr::<pg_sys::ItemPointerData>();
+        if probe
+            .exclude
+            .is_some_and(|(t, x)| t == relid && crate::check::tid_key(&x) == crate::check::tid_key(&tid))
+        {
+            continue;
+        }
+        let stored = pg_sys::SPI_getbinval(row, desc, 3, &mut null);
+        if null {
+            continue;
+        }
+        let stored = Signature::decode(bytea_bytes(stored)).unwrap_or_else(|e| corrupt(&e.to_string()));
+        let accepted = minhash::is_match(probe.signature, &stored, &probe.settings.lsh, probe.threshold)
+            .unwrap_or_else(|e| corrupt(&e.to_string()));
+        if !accepted {
+            continue;
+        }
+        if let Some(scope) = probe.scope {
+            let value = pg_sys::SPI_getbinval(row, desc, scope_col, &mut null);
+            if null
+                || pg_sys::FunctionCall2Coll(scope.equal, scope.collation, scope.value, value).value() == 0
+            {
+                continue;
+            }
+        }
+        let row = probe.rows.then(|| {
+            let value = pg_sys::SPI_getbinval(row, desc, row_col, &mut null);
+            pg_sys::SPI_datumTransfer(value, false, -1)
+        });
+        let similarity =
+            minhash::similarity(probe.signature, &stored).unwrap_or_else(|e| corrupt(&e.to_string()));
+        found.push(Match {
+            table: relid,
+            tid,
+            similarity,
+            row,
+        });
+    }
+    pg_sys::SPI_finish();
+    found.sort_by(|a, b| {
+        b.similarity
+            .total_cmp(&a.similarity)
+            .then(a.table.to_u32().cmp(&b.table.to_u32()))
+            .then(tid_order(&a.tid).cmp(&tid_order(&b.tid)))
+    });
+    found
+}
+
+fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {
+    (
+        (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo),
+        tid.ip_posid,
+    )
+}
+
+/// What a lookup of a MinHash attachment was given.
+pub enum Given {
+    /// A SimHash fingerprint: refused.
+    Fingerprint,
+    Text(Option<pg_sys::Datum>),
+    Signature(Option<pg_sys::Datum>),
+}
+
+fn invalid(message: String, hint: Option<String>) -> ! {
+    raise(EncodedError {
+        code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        message,
+        detail: None,
+        hint,
+    })
+}
+
+/// A lookup's threshold, or the attachment's (22023 outside 0–1).
+fn threshold_of(given: Option<f64>, settings: &MinHashSettings) -> f64 {
+    match given {
+        None => settings.threshold,
+        Some(t) if (0.0..=1.0).contains(&t) => t,
+        Some(t) => invalid(
+            format!("invalid value for option \"threshold\": {t}; allowed: a number from 0 to 1"),
+            None,
+        ),
+    }
+}
+
+/// The refusal of a MinHash lookup (a signature or a threshold) on a SimHash attachment.
+pub unsafe fn refuse_for_simhash(att: &Attachment, relid: pg_sys::Oid) -> ! {
+    invalid(
+        format!(
+            "column \"{}\" of {} is attached with method 'simhash': look it up by text or fingerprint, with max_distance",
+            att.text_column,
+            qualified_name_of(relid)
+        ),
+        None,
+    )
+}
+
+/// The rows of `heap` (of its partitions; of every shard of a Citus table) that share a band with
+/// the query's signature and reach the threshold, with their similarity, most similar first.
+///
+/// # Safety
+/// `heap` must be an open table that `att` is attached to (or a partition of one).
+pub unsafe fn near_duplicates(
+    heap: pg_sys::Relation,
+    att: &Attachment,
+    settings: &MinHashSettings,
+    given: Given,
+    distance_given: bool,
+    threshold: Option<f64>,
+) -> Vec<(pg_sys::Datum, f64)> {
+    let relid = (*heap).rd_id;
+    let table = qualified_name_of(relid);
+    if distance_given || matches!(given, Given::Fingerprint) {
+        invalid(
+            format!(
+                "column \"{}\" of {table} is attached with method 'minhash': it has no fingerprints or distances",
+                att.text_column
+            ),
+            Some("Look it up by text or by signature (minhash()), with threshold => a similarity from 0 to 1.".into()),
+        );
+    }
+    let threshold = threshold_of(threshold, settings);
+    let signature = match given {
+        Given::Fingerprint | Given::Text(None) | Given::Signature(None) => None,
+        Given::Text(Some(doc)) => signature_of(&crate::text::Text::from_raw_datum(doc).to_utf8(), settings),
+        Given::Signature(Some(bytes)) => Some(given_signature(bytea_bytes(bytes), settings, &table, att)),
+    };
+    let Some(signature) = signature else {
+        return Vec::new();
+    };
+    let keys = band_keys(&signature, settings);
+    let probe = Probe {
+        relid,
+        att,
+        settings,
+        signature: &signature,
+        keys: &keys,
+        threshold,
+        scope: None,
+        exclude: None,
+        rows: true,
+    };
+    matches(&probe, None)
+        .into_iter()
+        .filter_map(|m| m.row.map(|row| (row, m.similarity)))
+        .collect()
+}
+
+/// A signature passed to a lookup: well formed (22P03) and made with the attachment's options and
+/// size (22000).
+unsafe fn given_signature(
+    bytes: &[u8],
+    settings: &MinHashSettings,
+    table: &str,
+    att: &Attachment,
+) -> Signature {
+    let signature = Signature::decode(bytes).unwrap_or_else(|e| {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_INVALID_BINARY_REPRESENTATION,
+            message: e.to_string(),
+            detail: None,
+            hint: None,
+        })
+    });
+    if signature.k() != settings.options.k || signature.tag() != settings.options.tag() {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+            message: format!(
+                "the signature was not made with the options of column \"{}\" of {table}",
+                att.text_column
+            ),
+            detail: None,
+            hint: Some(format!(
+                "Make it with minhash(doc, tokenizer => '{}', shingle => {}, stopwords => {}, fold => '{}'), or pass the text.",
+                att.option_names.tokenizer, att.option_names.shingle, att.option_names.stopwords, att.option_names.fold
+            )),
+        })
+    }
+    signature
+}
