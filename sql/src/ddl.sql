@@ -9,6 +9,7 @@ DECLARE
   att @extschema@.simhash_attachment;
   kind "char";
   fp_type regtype;
+  fp_wanted regtype;
   added text[];
   b name;
 BEGIN
@@ -33,17 +34,18 @@ BEGIN
     END IF;
     SELECT a.atttypid::regtype INTO fp_type FROM pg_attribute a
     WHERE a.attrelid = partition AND a.attname = att.fingerprint_column AND a.attnum > 0 AND NOT a.attisdropped;
-    IF fp_type IS NOT NULL AND fp_type <> CASE att.method WHEN 'minhash' THEN 'bytea' ELSE 'bigint' END::regtype THEN
+    -- A signature (MinHash) or a fingerprint (SimHash).
+    fp_wanted := CASE att.method WHEN 'minhash' THEN 'bytea' ELSE 'bigint' END;
+    IF fp_type IS NOT NULL AND fp_type <> fp_wanted THEN
       RAISE EXCEPTION 'cannot attach "%" as a partition of "%": its column "%" has type %, not %',
-        partition, parent, att.fingerprint_column, fp_type, CASE att.method WHEN 'minhash' THEN 'bytea' ELSE 'bigint' END
+        partition, parent, att.fingerprint_column, fp_type, fp_wanted
         USING ERRCODE = '42804', HINT = format('Rename or drop column %I of %s first.', att.fingerprint_column, partition);
     END IF;
     -- The columns the partition lacks, as the partitioned table has them (the same generation
     -- expressions, or PostgreSQL refuses the partition).
     added := '{}';
     IF fp_type IS NULL THEN
-      added := added || format('ADD COLUMN %I %s', att.fingerprint_column,
-                               CASE att.method WHEN 'minhash' THEN 'bytea' ELSE 'bigint' END);
+      added := added || format('ADD COLUMN %I %s', att.fingerprint_column, fp_wanted);
     END IF;
     FOREACH b IN ARRAY att.band_columns || att.flag_column LOOP
       CONTINUE WHEN b IS NULL OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = partition AND a.attname = b
