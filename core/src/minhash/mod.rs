@@ -50,12 +50,14 @@
 //! | `minhash_similarity(bytea, bytea)` → `float8` | [`similarity_encoded`] |
 //! | `minhash_bands(bytea, bands, rows)` → `int8[]` | [`Lsh::parse`] (with the signature's k), [`band_keys_encoded`] |
 //! | the lookup contract | [`is_match`]: shares a band and estimate ≥ threshold ([`parse_threshold`]) |
+//! | all pairs and clusters of a table (planned, the counterpart of `simhash_pairs`, `simhash_clusters`) | [`pairs::band_key_table`], [`pairs::match_pairs`] or [`pairs::for_each_group_match`], [`pairs::cluster_matches`] |
 //!
 //! Errors are values: [`crate::error::OptionError`] for options (SQLSTATE 22023),
 //! [`MinHashError::Malformed`] for bytes that are not a signature, [`MinHashError::Mismatch`] for
 //! signatures of different k or options or bands that do not fit; no input panics.
 
 mod options;
+pub mod pairs;
 pub mod reference;
 
 use std::fmt;
@@ -561,22 +563,36 @@ fn check_pair(a: &Signature, b: &Signature) -> Result<(), MinHashError> {
 /// `i·rows .. (i+1)·rows`. Two signatures share band `i` iff their keys at `i` are equal (up to
 /// 64-bit collisions); keys of different bands never meet by construction of the index in the hash.
 pub fn band_keys(sig: &Signature, lsh: &Lsh) -> Result<Vec<i64>, MinHashError> {
-    if lsh.bands == 0 || lsh.rows == 0 || lsh.bands.saturating_mul(lsh.rows) > sig.values.len() {
+    let mut keys = Vec::with_capacity(lsh.bands.min(sig.values.len()));
+    push_band_keys(sig.tag, &sig.values, lsh, &mut keys)?;
+    Ok(keys)
+}
+
+/// Appends the [`band_keys`] of the values of a signature of options `tag` to `out`: the one
+/// definition of a key, shared with the all-pairs search ([`pairs::band_key_table`]).
+pub(crate) fn push_band_keys(
+    tag: u32,
+    values: &[u32],
+    lsh: &Lsh,
+    out: &mut Vec<i64>,
+) -> Result<(), MinHashError> {
+    if lsh.bands == 0 || lsh.rows == 0 || lsh.bands.saturating_mul(lsh.rows) > values.len() {
         return Err(MinHashError::Mismatch(format!(
             "{} bands of {} rows need {} values, the signature has {}",
             lsh.bands,
             lsh.rows,
             lsh.bands.saturating_mul(lsh.rows),
-            sig.values.len()
+            values.len()
         )));
     }
-    Ok(sig
-        .values
-        .chunks_exact(lsh.rows)
-        .take(lsh.bands)
-        .enumerate()
-        .map(|(i, rows)| band_key(sig.tag, i, rows))
-        .collect())
+    out.extend(
+        values
+            .chunks_exact(lsh.rows)
+            .take(lsh.bands)
+            .enumerate()
+            .map(|(i, rows)| band_key(tag, i, rows)),
+    );
+    Ok(())
 }
 
 /// [`band_keys`] of an encoded signature.
