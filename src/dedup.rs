@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::prelude::*;
+use simhash_core::minhash::pairs as minhash_pairs;
+use simhash_core::minhash::Signature;
 use simhash_core::pairs::{cluster_rows, group_identical, near_pairs, Progress};
 
 use crate::attachment::RowKey;
@@ -26,12 +28,86 @@ fn required(table: Option<RegClass>) -> pg_sys::Oid {
     table.0
 }
 
-/// The rows of an attached table, in primary key order: their keys as text and fingerprints.
+/// The rows of an attached table, in primary key order: their keys as text and fingerprints (or,
+/// for a MinHash attachment, signatures).
 struct Rows {
     keys: Vec<String>,
     fps: Vec<Option<u64>>,
     nbands: u32,
     max_distance: u32,
+    signed: Option<Signed>,
+}
+
+/// The signatures of a MinHash attachment's rows, and what decides a match (§9.4).
+struct Signed {
+    /// The rows that have a signature, and their values one after the other (`k` each).
+    rows: Vec<u32>,
+    values: Vec<u32>,
+    k: usize,
+    tag: u32,
+    lsh: simhash_core::minhash::Lsh,
+    threshold: f64,
+}
+
+impl Signed {
+    fn sigs(&self) -> Vec<&[u32]> {
+        self.values.chunks_exact(self.k.max(1)).collect()
+    }
+
+    /// Every matching pair of rows (`a < b` in key order) with its similarity.
+    fn pairs(&self, reporter: &mut Reporter) -> Vec<(u32, u32, f64)> {
+        let sigs = self.sigs();
+        let keys = self.band_keys(&sigs);
+        let mut tick = minhash_progress(self, reporter);
+        minhash_pairs::match_pairs(&sigs, &keys, &self.lsh, self.threshold, &mut tick)
+            .into_iter()
+            .map(|(i, j, s)| (self.rows[i as usize], self.rows[j as usize], s))
+            .collect()
+    }
+
+    /// The representative of each signed row's cluster, as row numbers.
+    fn clusters(&self, reporter: &mut Reporter) -> Vec<(u32, u32)> {
+        let sigs = self.sigs();
+        let keys = self.band_keys(&sigs);
+        let mut tick = minhash_progress(self, reporter);
+        let representative = minhash_pairs::cluster_matches(&sigs, &keys, &self.lsh, self.threshold, &mut tick);
+        representative
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| (self.rows[i], self.rows[r as usize]))
+            .collect()
+    }
+
+    fn band_keys(&self, sigs: &[&[u32]]) -> Vec<i64> {
+        minhash_pairs::band_key_table(sigs, self.tag, &self.lsh)
+            .unwrap_or_else(|e| corrupt(format!("a stored MinHash signature cannot be compared: {e}")))
+    }
+}
+
+/// The error of a stored signature that cannot be what the attachment wrote (XX001).
+fn corrupt(message: String) -> ! {
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+        message,
+        "Detach the column with simhash_detach() and attach it again."
+    );
+}
+
+/// A progress callback for the MinHash pair search.
+fn minhash_progress<'a>(signed: &'a Signed, reporter: &'a mut Reporter) -> impl FnMut(&Progress) + 'a {
+    move |p: &Progress| {
+        reporter.report(|| {
+            format!(
+                "{} signatures: band {} of {} done, {} pairs with similarity {} or more",
+                signed.rows.len(),
+                p.parts_done,
+                p.parts,
+                p.pairs,
+                signed.threshold
+            )
+        })
+    }
 }
 
 /// `simhash.progress_interval`: milliseconds between two progress NOTICEs of a long run.
@@ -117,6 +193,7 @@ impl Table {
 fn read_rows(
     table: pg_sys::Oid,
     max_distance: Option<i32>,
+    threshold: Option<f64>,
     text_column: Option<&str>,
     reporter: &mut Reporter,
 ) -> Rows {
@@ -141,6 +218,8 @@ fn read_rows(
                 "Rows of a Citus table are named by their primary key: a ctid names a row only within its shard."
             );
         }
+        let settings = table.att.minhash().copied();
+        check_method_options(reporter.what, &table, max_distance, threshold);
         let k = crate::attachment::check_max_distance(max_distance.unwrap_or(table.att.max_distance));
         // Keys travel as UTF-8 bytes: pgrx reads `text` as UTF-8 only.
         let query = format!(
@@ -163,6 +242,14 @@ fn read_rows(
             fps: Vec::new(),
             nbands: table.att.nbands as u32,
             max_distance: k,
+            signed: settings.map(|m| Signed {
+                rows: Vec::new(),
+                values: Vec::new(),
+                k: m.options.k,
+                tag: m.options.tag(),
+                lsh: m.lsh,
+                threshold: threshold.unwrap_or(m.threshold),
+            }),
         };
         loop {
             let batch = cursor.fetch(10_000).expect("reading the table failed");
@@ -174,14 +261,52 @@ fn read_rows(
                 rows.keys.push(
                     String::from_utf8(key).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into()),
                 );
-                rows.fps
-                    .push(row.get::<i64>(2).ok().flatten().map(|fp| fp as u64));
+                match &mut rows.signed {
+                    Some(signed) => {
+                        if let Some(bytes) = row.get::<&[u8]>(2).ok().flatten() {
+                            let sig = Signature::decode(bytes)
+                                .ok()
+                                .filter(|s| s.k() == signed.k && s.tag() == signed.tag)
+                                .unwrap_or_else(|| {
+                                    corrupt("a stored MinHash signature does not fit its attachment".into())
+                                });
+                            signed.rows.push(rows.keys.len() as u32 - 1);
+                            signed.values.extend_from_slice(sig.values());
+                        }
+                        rows.fps.push(None);
+                    }
+                    None => rows.fps.push(row.get::<i64>(2).ok().flatten().map(|fp| fp as u64)),
+                }
             }
             let read = rows.keys.len();
             reporter.report(|| format!("read {read} rows"));
         }
         rows
     })
+}
+
+/// Refuses the setting of the other method: `max_distance` for MinHash, `threshold` for SimHash
+/// (22023), and a threshold outside 0–1.
+fn check_method_options(what: &str, table: &Table, max_distance: Option<i32>, threshold: Option<f64>) {
+    let column = &table.att.text_column;
+    // Raised inside `Spi::connect`, where pgrx re-raises a PostgreSQL error as it is.
+    let refuse = |message: String| -> ! {
+        ereport!(ERROR, PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message);
+    };
+    match (table.att.minhash(), max_distance, threshold) {
+        (Some(_), Some(_), _) => refuse(format!(
+            "{what}: column \"{column}\" of {} is attached with method 'minhash': give a threshold, not max_distance",
+            table.qualified
+        )),
+        (None, _, Some(_)) => refuse(format!(
+            "{what}: column \"{column}\" of {} is attached with method 'simhash': give max_distance, not a threshold",
+            table.qualified
+        )),
+        (Some(_), None, Some(t)) if !(0.0..=1.0).contains(&t) => refuse(format!(
+            "invalid value for option \"threshold\": {t}; allowed: a number from 0 to 1"
+        )),
+        _ => {}
+    }
 }
 
 /// The rows that have a fingerprint, grouped by identical fingerprint: `rows_of_group[g]` lists the
@@ -232,22 +357,38 @@ fn progress<'a>(
 }
 
 /// Every near-duplicate pair of an attached table within `max_distance` (default: the attached one),
-/// with the keys of both rows as text (`key_a` first in key order) and their distance.
+/// with the keys of both rows as text (`key_a` first in key order) and their distance; for a MinHash
+/// attachment, every pair that shares an LSH band with at least `threshold` (default: the attached
+/// one) estimated similarity, with the similarity.
 #[pg_extern(stable, parallel_unsafe)]
 fn simhash_pairs(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
+    threshold: default!(Option<f64>, "NULL"),
 ) -> TableIterator<
     'static,
     (
         name!(key_a, ServerText),
         name!(key_b, ServerText),
-        name!(distance, i32),
+        name!(distance, Option<i32>),
+        name!(similarity, Option<f64>),
     ),
 > {
     let mut reporter = Reporter::new("simhash_pairs");
-    let rows = read_rows(required(table_name), max_distance, text_column, &mut reporter);
+    let mut rows = read_rows(required(table_name), max_distance, threshold, text_column, &mut reporter);
+    if let Some(signed) = rows.signed.take() {
+        let pairs = signed.pairs(&mut reporter);
+        let keys = rows.keys;
+        return TableIterator::new(pairs.into_iter().map(move |(a, b, similarity)| {
+            (
+                ServerText(keys[a as usize].clone()),
+                ServerText(keys[b as usize].clone()),
+                None,
+                Some(similarity),
+            )
+        }));
+    }
     let groups = group_rows(&rows);
     let pairs = if rows.max_distance == 0 {
         Vec::new()
@@ -287,18 +428,21 @@ fn simhash_pairs(
         (
             ServerText(keys[a as usize].clone()),
             ServerText(keys[b as usize].clone()),
-            d as i32,
+            Some(d as i32),
+            None,
         )
     }))
 }
 
 /// Every row of an attached table with the representative of its cluster (the cluster's first row
 /// in key order) and the cluster's size; rows without a fingerprint are clusters of their own.
+/// The clusters are the connected components of `simhash_pairs()`'s pairs.
 #[pg_extern(stable, parallel_unsafe)]
 fn simhash_clusters(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
+    threshold: default!(Option<f64>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -308,16 +452,30 @@ fn simhash_clusters(
     ),
 > {
     let mut reporter = Reporter::new("simhash_clusters");
-    let rows = read_rows(required(table_name), max_distance, text_column, &mut reporter);
-    let groups = group_rows(&rows);
-    let representative = cluster_rows(
-        rows.keys.len(),
-        &groups.rows_of_group,
-        &groups.distinct,
-        rows.max_distance,
-        rows.nbands,
-        &mut progress(&rows, &groups, &mut reporter),
-    );
+    let mut rows = read_rows(required(table_name), max_distance, threshold, text_column, &mut reporter);
+    let representative = match rows.signed.take() {
+        Some(signed) => {
+            // Rows without a signature are clusters of their own.
+            let mut representative: Vec<u32> = (0..rows.keys.len() as u32).collect();
+            for (row, r) in signed.clusters(&mut reporter) {
+                representative[row as usize] = r;
+            }
+            representative
+        }
+        None => {
+            let groups = group_rows(&rows);
+            let mut tick = progress(&rows, &groups, &mut reporter);
+            let representative = cluster_rows(
+                rows.keys.len(),
+                &groups.rows_of_group,
+                &groups.distinct,
+                rows.max_distance,
+                rows.nbands,
+                &mut tick,
+            );
+            representative
+        }
+    };
     let mut size = vec![0i64; rows.keys.len()];
     for &r in &representative {
         size[r as usize] += 1;

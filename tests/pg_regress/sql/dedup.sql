@@ -22,7 +22,7 @@ SELECT simhash_attach('crawl', 'body', max_distance => 3);
 SELECT count(*) AS rows, count(body_simhash) AS fingerprinted FROM crawl;
 
 -- Pairs equal the brute-force scan exactly.
-CREATE TEMP TABLE pairs AS SELECT * FROM simhash_pairs('crawl');
+CREATE TEMP TABLE pairs AS SELECT key_a, key_b, distance FROM simhash_pairs('crawl');
 CREATE TEMP TABLE brute AS
 SELECT a.id::text AS key_a, b.id::text AS key_b, hamming(a.body_simhash, b.body_simhash) AS distance
 FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 3;
@@ -35,12 +35,12 @@ SELECT distance, count(*) FROM pairs GROUP BY distance ORDER BY distance;
 SELECT (SELECT count(*) FROM simhash_pairs('crawl', max_distance => 6))
      = (SELECT count(*) FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 6)
        AS distance_6_exact,
-       (SELECT count(*) FROM (SELECT * FROM simhash_pairs('crawl', max_distance => 8)
+       (SELECT count(*) FROM (SELECT key_a, key_b, distance FROM simhash_pairs('crawl', max_distance => 8)
                               EXCEPT SELECT a.id::text, b.id::text, hamming(a.body_simhash, b.body_simhash)
                                      FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 8) x)
      + (SELECT count(*) FROM (SELECT a.id::text, b.id::text, hamming(a.body_simhash, b.body_simhash)
                               FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 8
-                              EXCEPT SELECT * FROM simhash_pairs('crawl', max_distance => 8)) x)
+                              EXCEPT SELECT key_a, key_b, distance FROM simhash_pairs('crawl', max_distance => 8)) x)
        AS distance_8_differences,
        (SELECT count(*) FROM simhash_pairs('crawl', 0))
      = (SELECT count(*) FROM crawl a JOIN crawl b ON a.id < b.id AND a.body_simhash = b.body_simhash)

@@ -46,7 +46,7 @@ FROM found f GROUP BY k ORDER BY k;
 -- Nearest first.
 SELECT bool_and(ordered) AS nearest_first FROM (
   SELECT distance >= lag(distance, 1, 0) OVER (PARTITION BY q.src, q.flips ORDER BY ord) AS ordered
-  FROM queries q, simhash_near_duplicates(NULL::big, q.fp, max_distance => 8) WITH ORDINALITY n(item, distance, ord)) x;
+  FROM queries q, simhash_near_duplicates(NULL::big, q.fp, max_distance => 8) WITH ORDINALITY n(item, distance, similarity, ord)) x;
 -- Far lookups scan the table, still exactly.
 SELECT (SELECT count(*) FROM queries q, simhash_near_duplicates(NULL::big, q.fp, max_distance => 24) n WHERE q.flips = 0)
      = (SELECT count(*) FROM queries q JOIN big d ON hamming(d.body_simhash, q.fp) <= 24 WHERE q.flips = 0) AS far_lookup_exact;

@@ -149,3 +149,24 @@ SELECT bool_and(ordered) AS most_similar_first FROM (
   SELECT similarity <= lag(similarity) OVER (PARTITION BY a ORDER BY ord) OR lag(similarity) OVER (PARTITION BY a ORDER BY ord) IS NULL AS ordered
   FROM (SELECT d.id AS a, n.similarity, row_number() OVER () AS ord
         FROM docs d CROSS JOIN LATERAL simhash_near_duplicates(NULL::docs, d.body) n WHERE d.id % 10 = 3) x) y;
+-- simhash_pairs: the brute force's pairs, each once (key_a first), with their similarity and no
+-- distance; with another threshold, the brute force's pairs at or above it.
+CREATE TEMP TABLE paired AS SELECT key_a::int AS a, key_b::int AS b, distance, similarity FROM simhash_pairs('docs');
+SELECT (SELECT count(*) FROM paired) AS pairs,
+       (SELECT count(*) FROM paired WHERE a >= b OR distance IS NOT NULL) AS malformed,
+       (SELECT count(*) FROM (SELECT a, b, similarity FROM paired EXCEPT SELECT a, b, similarity FROM brute WHERE a < b) x) AS extra,
+       (SELECT count(*) FROM (SELECT a, b, similarity FROM brute WHERE a < b EXCEPT SELECT a, b, similarity FROM paired) x) AS missed;
+SELECT (SELECT count(*) FROM simhash_pairs('docs', threshold => 0.75)) AS pairs_075,
+       (SELECT count(*) FROM brute WHERE a < b AND similarity >= 0.75) AS brute_075;
+-- simhash_clusters: the connected components of the brute force's pairs, named by their first row.
+CREATE TEMP TABLE components AS
+WITH RECURSIVE reach(id, r) AS (SELECT id, id FROM docs UNION SELECT b.b, reach.r FROM reach JOIN brute b ON b.a = reach.id)
+SELECT id, min(r) AS representative FROM reach GROUP BY id;
+SELECT count(*) AS rows, count(*) FILTER (WHERE c.representative::int <> k.representative) AS differ,
+       count(DISTINCT c.representative) AS clusters, max(c.cluster_size) > 1 AS some_merged
+FROM simhash_clusters('docs') c JOIN components k ON k.id = c.key::int;
+-- The other method's setting is refused (22023).
+SELECT * FROM simhash_pairs('docs', max_distance => 3);
+SELECT * FROM simhash_clusters('plain_news', threshold => 0.5);
+SELECT * FROM simhash_pairs('docs', threshold => -1);
+DROP TABLE news, plain_news, skipped, flagged, posts, feed, docs;
