@@ -70,7 +70,8 @@ impl Signed {
         let sigs = self.sigs();
         let keys = self.band_keys(&sigs);
         let mut tick = minhash_progress(self, reporter);
-        let representative = minhash_pairs::cluster_matches(&sigs, &keys, &self.lsh, self.threshold, &mut tick);
+        let representative =
+            minhash_pairs::cluster_matches(&sigs, &keys, &self.lsh, self.threshold, &mut tick);
         representative
             .into_iter()
             .enumerate()
@@ -275,7 +276,9 @@ fn read_rows(
                         }
                         rows.fps.push(None);
                     }
-                    None => rows.fps.push(row.get::<i64>(2).ok().flatten().map(|fp| fp as u64)),
+                    None => rows
+                        .fps
+                        .push(row.get::<i64>(2).ok().flatten().map(|fp| fp as u64)),
                 }
             }
             let read = rows.keys.len();
@@ -360,8 +363,8 @@ fn progress<'a>(
 /// with the keys of both rows as text (`key_a` first in key order) and their distance; for a MinHash
 /// attachment, every pair that shares an LSH band with at least `threshold` (default: the attached
 /// one) estimated similarity, with the similarity.
-#[pg_extern(stable, parallel_unsafe)]
-fn simhash_pairs(
+#[pg_extern(stable, parallel_unsafe, name = "simhash_pairs")]
+fn pairs(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
@@ -376,7 +379,13 @@ fn simhash_pairs(
     ),
 > {
     let mut reporter = Reporter::new("simhash_pairs");
-    let mut rows = read_rows(required(table_name), max_distance, threshold, text_column, &mut reporter);
+    let mut rows = read_rows(
+        required(table_name),
+        max_distance,
+        threshold,
+        text_column,
+        &mut reporter,
+    );
     if let Some(signed) = rows.signed.take() {
         let pairs = signed.pairs(&mut reporter);
         let keys = rows.keys;
@@ -437,8 +446,8 @@ fn simhash_pairs(
 /// Every row of an attached table with the representative of its cluster (the cluster's first row
 /// in key order) and the cluster's size; rows without a fingerprint are clusters of their own.
 /// The clusters are the connected components of `simhash_pairs()`'s pairs.
-#[pg_extern(stable, parallel_unsafe)]
-fn simhash_clusters(
+#[pg_extern(stable, parallel_unsafe, name = "simhash_clusters")]
+fn clusters(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
@@ -452,7 +461,13 @@ fn simhash_clusters(
     ),
 > {
     let mut reporter = Reporter::new("simhash_clusters");
-    let mut rows = read_rows(required(table_name), max_distance, threshold, text_column, &mut reporter);
+    let mut rows = read_rows(
+        required(table_name),
+        max_distance,
+        threshold,
+        text_column,
+        &mut reporter,
+    );
     let representative = match rows.signed.take() {
         Some(signed) => {
             // Rows without a signature are clusters of their own.
@@ -485,4 +500,42 @@ fn simhash_clusters(
         let r = representative[i] as usize;
         (ServerText(keys[i].clone()), ServerText(keys[r].clone()), size[r])
     }))
+}
+
+// The declarations of 0.4.0 and older name these symbols, with three arguments (and for pairs three
+// columns): they serve that SQL between installing this library and `ALTER EXTENSION ... UPDATE`
+// (docs/ARCHITECTURE.md §12.1), when only SimHash attachments exist.
+
+/// The `simhash_pairs(regclass, int, text)` of 0.4.0 and older.
+#[pg_extern(stable, parallel_unsafe, sql = false)]
+fn simhash_pairs(
+    table_name: Option<RegClass>,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(key_a, ServerText),
+        name!(key_b, ServerText),
+        name!(distance, Option<i32>),
+    ),
+> {
+    TableIterator::new(pairs(table_name, max_distance, text_column, None).map(|(a, b, d, _)| (a, b, d)))
+}
+
+/// The `simhash_clusters(regclass, int, text)` of 0.4.0 and older.
+#[pg_extern(stable, parallel_unsafe, sql = false)]
+fn simhash_clusters(
+    table_name: Option<RegClass>,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(key, ServerText),
+        name!(representative, ServerText),
+        name!(cluster_size, i64),
+    ),
+> {
+    clusters(table_name, max_distance, text_column, None)
 }

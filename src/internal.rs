@@ -39,7 +39,7 @@ mod simhash_internal {
     /// [`Attachment::new`].
     #[allow(clippy::too_many_arguments)]
     #[pg_extern(immutable, parallel_safe, name = "encode_attachment")]
-    fn encode_attachment(
+    fn encode(
         text_column: Option<Text>,
         method: Option<Text>,
         max_distance: Option<i32>,
@@ -97,7 +97,7 @@ mod simhash_internal {
     // pgrx reads the output columns from the signature: the type cannot be an alias.
     #[allow(clippy::type_complexity)]
     #[pg_extern(immutable, strict, parallel_safe, name = "decode_attachment")]
-    fn decode_attachment(
+    fn decode(
         tgargs: &[u8],
     ) -> TableIterator<
         'static,
@@ -143,6 +143,74 @@ mod simhash_internal {
             )
         });
         TableIterator::new(row)
+    }
+
+    // 0.4.0's declarations of `encode_attachment` and `decode_attachment` name these symbols, with
+    // 0.4.0's arguments and columns: they serve its SQL (which attaches with SimHash only) between
+    // installing this library and `ALTER EXTENSION ... UPDATE` (docs/ARCHITECTURE.md §12.1).
+
+    /// 0.4.0's `encode_attachment`: a SimHash attachment.
+    #[allow(clippy::too_many_arguments)]
+    #[pg_extern(immutable, parallel_safe, sql = false)]
+    fn encode_attachment(
+        text_column: Option<Text>,
+        max_distance: Option<i32>,
+        on_duplicate: Option<Text>,
+        tokenizer: Option<Text>,
+        shingle: Option<i32>,
+        weighting: Option<Text>,
+        stopwords: Option<bool>,
+        fold: Option<Text>,
+        scope: Option<Text>,
+        registry: Option<bool>,
+        min_length: Option<i32>,
+    ) -> Vec<u8> {
+        encode(
+            text_column,
+            None,
+            max_distance,
+            None,
+            on_duplicate,
+            tokenizer,
+            shingle,
+            weighting,
+            stopwords,
+            fold,
+            scope,
+            registry,
+            min_length,
+        )
+    }
+
+    /// 0.4.0's `decode_attachment`: its 14 columns, without the method and threshold.
+    #[allow(clippy::type_complexity)]
+    #[pg_extern(immutable, strict, parallel_safe, sql = false)]
+    fn decode_attachment(
+        tgargs: &[u8],
+    ) -> TableIterator<
+        'static,
+        (
+            name!(text_column, ServerText),
+            name!(fingerprint_column, ServerText),
+            name!(band_columns, Vec<ServerText>),
+            name!(max_distance, Option<i32>),
+            name!(on_duplicate, String),
+            name!(flag_column, Option<ServerText>),
+            name!(tokenizer, String),
+            name!(shingle, i32),
+            name!(weighting, Option<String>),
+            name!(stopwords, bool),
+            name!(fold, String),
+            name!(scope_column, Option<ServerText>),
+            name!(registry, bool),
+            name!(min_length, i32),
+        ),
+    > {
+        TableIterator::new(
+            decode(tgargs).map(|(a, b, c, d, e, f, g, h, i, j, k, l, m, n, _, _)| {
+                (a, b, c, d, e, f, g, h, i, j, k, l, m, n)
+            }),
+        )
     }
 
     /// The names of the objects an attachment of `text_column` of `table_name` makes besides its

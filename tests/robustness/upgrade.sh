@@ -103,7 +103,19 @@ SQL
     if [ "$(q "$db" -c "SELECT to_regproc('simhash_pairs') IS NOT NULL")" = t ]; then
         expect "$db: simhash_pairs of version $from answers with the new library" \
             "$(q "$db" -c "SELECT count(*) > 0 FROM simhash_pairs('notes')")" t
+        expect "$db: simhash_clusters of version $from answers with the new library" \
+            "$(q "$db" -c "SELECT count(*) = (SELECT count(*) FROM notes) AND max(cluster_size) > 1 FROM simhash_clusters('notes')")" t
     fi
+    # Attaching with the old version's SQL works too, and the trigger it makes rejects.
+    q "$db" >/dev/null <<'SQL'
+CREATE TABLE late (id int PRIMARY KEY, body text);
+INSERT INTO late SELECT id, body FROM articles WHERE id <= 200;
+SELECT simhash_attach('late', 'body', on_duplicate => 'error');
+SQL
+    expect "$db: an attach with version $from's SQL and the new library rejects a near-duplicate" \
+        "$(sqlstate "$db" "INSERT INTO late VALUES (1000, (SELECT body || '！' FROM late WHERE id = 1))")" 23505
+    expect "$db: simhash_attachments() of version $from lists it" \
+        "$(q "$db" -c "SELECT on_duplicate FROM simhash_attachments() WHERE table_name = 'late'::regclass")" error
     has_event_trigger=$(q "$db" -c "SELECT count(*) FROM pg_event_trigger WHERE evtname = 'simhash_ddl_command_start'")
     if [ "$has_event_trigger" = 1 ]; then
         q "$db" >/dev/null <<'SQL'
@@ -177,6 +189,20 @@ SQL
                                  FROM generate_series(0, 8) k JOIN q ON true JOIN notes n ON hamming(n.note_simhash, q.fp) <= k)
                        SELECT (SELECT count(*) FROM found) > 1000,
                               (SELECT count(*) FROM (TABLE found EXCEPT TABLE brute) x) + (SELECT count(*) FROM (TABLE brute EXCEPT TABLE found) x)")" "t|0"
+
+    # The new method on the updated extension: an attach, its trigger, a lookup and dedup.
+    q "$db" >/dev/null <<'SQL'
+CREATE TABLE reposts (id int PRIMARY KEY, body text);
+INSERT INTO reposts SELECT id, body FROM articles WHERE id <= 300;
+SELECT simhash_attach('reposts', 'body', method => 'minhash', on_duplicate => 'error');
+SQL
+    expect "$db: after the update, a MinHash attach rejects a repost with a header and footer" \
+        "$(sqlstate "$db" "INSERT INTO reposts VALUES (1000, (SELECT '【转载】' || body || '（来源：本地日报）' FROM reposts WHERE id = 1))")" 23505
+    expect "$db: after the update, a MinHash lookup and simhash_pairs answer" \
+        "$(q "$db" -c "SELECT (SELECT (n.item).id FROM simhash_near_duplicates(NULL::reposts, (SELECT body FROM reposts WHERE id = 7)) n
+                              ORDER BY n.similarity DESC LIMIT 1),
+                             (SELECT count(*) >= 0 FROM simhash_pairs('reposts'))")" "7|t"
+    q "$db" -c "SELECT simhash_detach('late'), simhash_detach('reposts')" >/dev/null
 
     if [ "$has_event_trigger" = 1 ]; then
         q "$db" -c "SELECT simhash_detach('broken'), simhash_detach('renamed')" >/dev/null
