@@ -28,6 +28,9 @@ CREATE TABLE app.feed_feb_0 PARTITION OF app.feed_feb FOR VALUES WITH (MODULUS 2
 CREATE TABLE app.feed_feb_1 PARTITION OF app.feed_feb FOR VALUES WITH (MODULUS 2, REMAINDER 1);
 INSERT INTO app.feed SELECT id, date '2024-01-01' + (id % 59)::int, body FROM articles WHERE id <= 3000;
 SELECT dedup.simhash_attach('app.feed', 'body', on_duplicate => 'error');
+CREATE TABLE app.reposts (id int PRIMARY KEY, body text);
+INSERT INTO app.reposts SELECT id, body FROM articles WHERE id <= 2000;
+SELECT dedup.simhash_attach('app.reposts', 'body', method => 'minhash', on_duplicate => 'error');
 SQL
 
 summary() { # DB : what must survive the round trip
@@ -38,6 +41,10 @@ SELECT 'posts ' || count(*) || ' ' || sum(body_simhash) || ' ' || sum(body_band3
 FROM app.posts;
 SELECT 'feed ' || count(*) || ' ' || sum(body_simhash) || ' ' || sum(body_band2) || ' ' || count(DISTINCT tableoid)
 FROM app.feed;
+SELECT 'reposts ' || count(*) || ' ' || md5(string_agg(body_minhash::text || body_lsh::text, ',' ORDER BY id))
+FROM app.reposts;
+SELECT 'reposts index ' || pg_get_indexdef(indexrelid) || ' valid ' || indisvalid
+FROM pg_index WHERE indrelid = 'app.reposts'::regclass ORDER BY 1;
 SELECT 'feed index ' || i.indexrelid::regclass || ' valid ' || i.indisvalid
 FROM pg_index i JOIN pg_partition_tree('app.feed') p ON p.relid = i.indrelid ORDER BY 1;
 SELECT 'attachment ' || table_name || ' ' || text_column || ' ' || max_distance || ' ' || on_duplicate || ' ' || tokenizer
@@ -97,6 +104,17 @@ expect_contains "restored: a near-duplicate of a January row routed to a Februar
 expect "restored: simhash_near_duplicates() on the partitioned table finds row 10" \
     "$(q dst -c "SELECT (array_agg((n.item).id ORDER BY n.distance, (n.item).id))[1]
                  FROM dedup.simhash_near_duplicates(NULL::app.feed, (SELECT body FROM app.feed WHERE id = 10)) n")" 10
+
+# The MinHash attachment: its trigger and lookups.
+expect_contains "restored: a MinHash attachment rejects a repost with a header and footer" \
+    "$(error_text dst "INSERT INTO app.reposts SELECT 90000, '【转载】' || body || '（来源：本地日报）' FROM app.reposts WHERE id = 10")" \
+    "Key (id)=(10) has estimated similarity"
+q dst -c "INSERT INTO app.reposts VALUES (90001, '恢复以后插入的另一段全新文字。Another new text after the restore.')"
+expect "restored: a new row gets its signature and band keys" \
+    "$(q dst -c "SELECT body_minhash = dedup.minhash(body) AND body_lsh = dedup.minhash_bands(body_minhash) FROM app.reposts WHERE id = 90001")" t
+expect "restored: a MinHash lookup finds row 10 first" \
+    "$(q dst -c "SELECT (array_agg((n.item).id ORDER BY n.similarity DESC, (n.item).id))[1]
+                 FROM dedup.simhash_near_duplicates(NULL::app.reposts, (SELECT body FROM app.reposts WHERE id = 10)) n")" 10
 
 # Lookups use the band indexes.
 q dst -c "ANALYZE articles" -c "ANALYZE app.posts"
