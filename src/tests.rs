@@ -476,30 +476,71 @@ mod tests {
         // Every setting survives encode -> tgargs -> decode, for each kind of attachment.
         for (call, expected) in [
             (
-                "'body', 5, 'flag', 'word', 2, 'tf', false, 'none', 'site', false, 0",
-                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|5|flag|body_duplicate_of|word|2|tf|f|none|site|f|0",
+                "'body', 'simhash', 5, NULL, 'flag', 'word', 2, 'tf', false, 'none', 'site', false, 0",
+                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|5|flag|body_duplicate_of|word|2|tf|f|none|site|f|0|simhash|",
             ),
             (
-                "'текст', 16, 'error', 'bigram', 1, 'logtf', true, 'auto', NULL, true, 300",
-                "текст|текст_simhash|текст_band0,текст_band1,текст_band2,текст_band3|16|error||bigram|1|logtf|t|auto||t|300",
+                "'текст', NULL, 16, NULL, 'error', 'bigram', 1, 'logtf', true, 'auto', NULL, true, 300",
+                "текст|текст_simhash|текст_band0,текст_band1,текст_band2,текст_band3|16|error||bigram|1|logtf|t|auto||t|300|simhash|",
             ),
             (
-                "'b', 0, 'none', 'jieba', 1, 'tfidf', true, 'simplified', NULL, false, 0",
-                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|0|none||jieba|1|tfidf|t|simplified||f|0",
+                "'b', 'simhash', 0, NULL, 'none', 'jieba', 1, 'tfidf', true, 'simplified', NULL, false, 0",
+                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|0|none||jieba|1|tfidf|t|simplified||f|0|simhash|",
+            ),
+            // NULL options and max_distance: the method's defaults.
+            (
+                "'b', 'simhash', NULL, NULL, 'skip', NULL, NULL, NULL, NULL, NULL, 'site', false, 200",
+                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|7|skip||bigram|1|logtf|t|auto|site|f|200|simhash|",
+            ),
+            // MinHash: its own columns and defaults, no distance or weighting, the threshold.
+            (
+                "'b', 'minhash', NULL, NULL, 'flag', NULL, NULL, NULL, NULL, NULL, NULL, false, 0",
+                "b|b_minhash|b_lsh||flag|b_duplicate_of|word|0||f|auto||f|0|minhash|0.5",
             ),
             (
-                "'b', 3, 'skip', 'word', 1, 'logtf', true, 'auto', 'site', false, 200",
-                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|3|skip||word|1|logtf|t|auto|site|f|200",
+                "'текст', 'minhash', NULL, 0.75, 'error', 'char', 3, NULL, true, 'none', 'site', false, 40",
+                "текст|текст_minhash|текст_lsh||error||char|3||t|none|site|f|40|minhash|0.75",
             ),
         ] {
             let decoded = Spi::get_one::<String>(&format!(
                 "SELECT concat_ws('|', d.text_column, d.fingerprint_column, array_to_string(d.band_columns, ','), \
-                 d.max_distance, d.on_duplicate, coalesce(d.flag_column, ''), d.tokenizer, d.shingle, d.weighting, \
-                 d.stopwords, d.fold, coalesce(d.scope_column, ''), d.registry, d.min_length) \
+                 coalesce(d.max_distance::text, ''), d.on_duplicate, coalesce(d.flag_column, ''), d.tokenizer, d.shingle, \
+                 coalesce(d.weighting, ''), d.stopwords, d.fold, coalesce(d.scope_column, ''), d.registry, d.min_length, \
+                 d.method, coalesce(d.threshold::text, '')) \
                  FROM simhash_internal.decode_attachment(simhash_internal.encode_attachment({call})) d"
             ));
             assert_eq!(decoded, Ok(Some(expected.to_string())), "{call}");
         }
+        // A MinHash attachment's arguments round-trip, and name the method and threshold last.
+        let args: Vec<String> = [
+            "body",
+            "4",
+            "0",
+            "skip",
+            "word",
+            "0",
+            "",
+            "false",
+            "auto",
+            "site",
+            "",
+            "0",
+            "minhash:128:32:4",
+            "0.6",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let att = crate::attachment::Attachment::from_args(&args).expect("valid arguments");
+        assert_eq!(
+            att.minhash().map(|m| (m.threshold, m.lsh.bands, m.lsh.rows)),
+            Some((0.6, 32, 4))
+        );
+        assert_eq!(att.to_args(), args);
+        // A method argument that is not one decodes to no attachment.
+        let mut bad = args.clone();
+        bad[12] = "minhash:128:64:4".into();
+        assert!(crate::attachment::Attachment::from_args(&bad).is_none());
         // Arguments that are not a simhash_trigger()'s decode to no attachment.
         assert_eq!(
             Spi::get_one::<i64>(
