@@ -373,8 +373,9 @@ BEGIN
   RAISE DEBUG 'simhash_attach: building band indexes';
   IF minhash THEN
     -- Candidates are the rows sharing a band key with the query (`&&`); the signature, read from
-    -- the heap, decides.
-    EXECUTE format('CREATE INDEX ON %s USING gin (%I)', table_name, att.band_columns[1]);
+    -- the heap, decides. Without a pending list (fastupdate off) every write and lookup costs the
+    -- same: with one, lookups read all of it until the next vacuum (bench/results/minhash_cost.md).
+    EXECUTE format('CREATE INDEX ON %s USING gin (%I) WITH (fastupdate = off)', table_name, att.band_columns[1]);
   ELSE
     FOR i IN 1 .. nbands LOOP
       -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
