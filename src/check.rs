@@ -12,7 +12,6 @@ use crate::catalog::{attnum_of, cstr_utf8, qualified_name_of, relation_name, Cat
 use crate::errors::{raise, EncodedError};
 use crate::search::{fingerprint_attnum, search_table, TableSearch};
 use crate::setup::attnum;
-use crate::spi::server_cstring;
 
 /// Takes the transaction-level advisory locks of `pg_advisory_xact_lock(relid, key)` for the keys
 /// of `simhash_core::probe::lock_keys`: k+1 parts of the fingerprint, so that two writes within
@@ -125,18 +124,7 @@ unsafe fn prepare_lookup(relid: pg_sys::Oid) -> Lookup {
     };
     // The row was found through the band indexes (`search.rs`); this reads its key by ctid.
     let sql = format!("SELECT {key_text}, {flag_expr} FROM ONLY {qualified} t WHERE t.ctid = $1");
-    let mut types = vec![pg_sys::TIDOID];
-    let csql = server_cstring(&sql);
-    let plan = pg_sys::SPI_prepare(csql.as_ptr(), types.len() as i32, types.as_mut_ptr());
-    if plan.is_null() {
-        raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            message: "simhash_trigger could not prepare its lookup query".into(),
-            detail: Some(format!("Query: {sql}")),
-            hint: None,
-        });
-    }
-    pg_sys::SPI_keepplan(plan);
+    let plan = crate::spi::prepare_kept(&sql, &mut [pg_sys::TIDOID], "the trigger's key lookup");
     Lookup {
         plan,
         key_columns: key.names(),

@@ -480,6 +480,8 @@ fn clusters(
         None => {
             let groups = group_rows(&rows);
             let mut tick = progress(&rows, &groups, &mut reporter);
+            // Bound first: the progress callback borrows the groups until the search ends.
+            #[allow(clippy::let_and_return)]
             let representative = cluster_rows(
                 rows.keys.len(),
                 &groups.rows_of_group,

@@ -16,7 +16,6 @@ use crate::attachment::{Attachment, MinHashSettings};
 use crate::catalog::qualified_name_of;
 use crate::check::{lock_keys, ScopeFilter, MINHASH_SLOTS};
 use crate::errors::{raise, EncodedError};
-use crate::spi::server_cstring;
 
 /// Lock values per LSH band: a band key takes the lock of (band, key mod 128). The set of held
 /// locks has room for the default 32 bands (keys of later bands are locked without being
@@ -91,10 +90,13 @@ pub struct Match {
     pub row: Option<pg_sys::Datum>,
 }
 
+/// What a prepared query is kept under: the table, its qualified name, the columns it reads, whether
+/// it returns whole rows, whether the table is a Citus table. A renamed table or column never
+/// reaches a stale plan.
+type PlanKey = (u32, String, String, bool, bool);
+
 thread_local! {
-    /// Prepared queries by (table, its qualified name, the columns they read, whole rows): a renamed
-    /// table or column never reaches a stale plan.
-    static PLANS: RefCell<HashMap<(u32, String, String, bool, bool), pg_sys::SPIPlanPtr>> = RefCell::new(HashMap::new());
+    static PLANS: RefCell<HashMap<PlanKey, pg_sys::SPIPlanPtr>> = RefCell::new(HashMap::new());
 }
 
 /// The prepared query of `probe`: the rows whose band keys overlap `$1`, with their table, TID,
@@ -147,18 +149,7 @@ unsafe fn plan_of(probe: &Probe) -> pg_sys::SPIPlanPtr {
         "SELECT {place}, t.{fp}{scope}{row} FROM {only}{qualified} t \
          WHERE t.{lsh} OPERATOR(pg_catalog.&&) $1"
     );
-    let csql = server_cstring(&sql);
-    let mut types = [pg_sys::INT8ARRAYOID];
-    let plan = pg_sys::SPI_prepare(csql.as_ptr(), 1, types.as_mut_ptr());
-    if plan.is_null() {
-        raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            message: "simhash_ext could not prepare its MinHash lookup".into(),
-            detail: Some(format!("Query: {sql}")),
-            hint: None,
-        });
-    }
-    pg_sys::SPI_keepplan(plan);
+    let plan = crate::spi::prepare_kept(&sql, &mut [pg_sys::INT8ARRAYOID], "its MinHash lookup");
     PLANS.with(|p| p.borrow_mut().insert(key, plan));
     plan
 }

@@ -49,6 +49,26 @@ pub unsafe fn connected<T>(f: impl FnOnce() -> T) -> T {
     value
 }
 
+/// Prepares `sql` with parameters of `types` and keeps the plan for the backend's life (until the
+/// caller drops it); `what` names the query in the error of one that cannot be prepared.
+///
+/// # Safety
+/// SPI must be connected.
+pub unsafe fn prepare_kept(sql: &str, types: &mut [pg_sys::Oid], what: &str) -> pg_sys::SPIPlanPtr {
+    let csql = server_cstring(sql);
+    let plan = pg_sys::SPI_prepare(csql.as_ptr(), types.len() as i32, types.as_mut_ptr());
+    if plan.is_null() {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            message: format!("simhash_ext could not prepare {what}"),
+            detail: Some(format!("Query: {sql}")),
+            hint: None,
+        });
+    }
+    pg_sys::SPI_keepplan(plan);
+    plan
+}
+
 /// Runs `sql` with `args` as `$1`, `$2`, ... (at most `limit` rows, 0 for all) and returns SPI's status.
 ///
 /// # Safety
