@@ -79,6 +79,8 @@ if ((everything)); then
     run_suite fmt cargo fmt --all --check
     log "release metadata (LICENSE, META.json, CHANGELOG.md agree with Cargo.toml)"
     run_suite release python3 scripts/check_release.py
+    log "extension SQL requires name functions that have SQL (install script order)"
+    run_suite sql_requires python3 scripts/check_sql_requires.py
     log "cargo clippy --all-targets -- -D warnings (PostgreSQL 15 and 18)"
     run_suite clippy clippy_all
     log "unit tests of the pure core (golden vectors, properties)"

@@ -12,8 +12,11 @@ extension_sql_file!(
     requires = [
         "simhash_trigger",
         simhash_internal::simhash_trigger_args,
-        encode_attachment,
-        decode_attachment,
+        // The Rust names of SQL's encode_attachment and decode_attachment (pgrx resolves a path by
+        // the Rust name; the functions named encode_attachment and decode_attachment in Rust are
+        // 0.4.0's, without SQL: scripts/check_sql_requires.py).
+        simhash_internal::encode,
+        simhash_internal::decode,
         object_names,
         row_key_sql
     ]

@@ -101,9 +101,9 @@ BEGIN
       USING ERRCODE = '0A000',
             DETAIL = format('The trigger runs on each shard and sees that shard''s rows only; the rows with one value of '
                             'the distribution column %I are on one shard, other rows are not.', dist_column),
-            HINT = format('Attach with scope => %L (near-duplicates per %s), with registry => true (near-duplicates '
-                          'across the table, written through a view), or with on_duplicate => ''none''.',
-                          dist_column, dist_column);
+            HINT = format('Attach with scope => %L (near-duplicates per %s), %sor with on_duplicate => ''none''.',
+                          dist_column, dist_column, CASE WHEN minhash THEN '' -- MinHash has no registry (0A000)
+                          ELSE 'with registry => true (near-duplicates across the table, written through a view), ' END);
   END IF;
   SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END::regtype INTO column_type
   FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
