@@ -90,10 +90,9 @@ pub struct Match {
     pub row: Option<pg_sys::Datum>,
 }
 
-/// What a prepared query is kept under: the table, its qualified name, the columns it reads, whether
-/// it returns whole rows, whether the table is a Citus table. A renamed table or column never
-/// reaches a stale plan.
-type PlanKey = (u32, String, String, bool, bool);
+/// What a prepared query is kept under: the table and the query's text, which names the table and
+/// the columns it reads, so a renamed table or column never reaches a stale plan.
+type PlanKey = (u32, String);
 
 thread_local! {
     static PLANS: RefCell<HashMap<PlanKey, pg_sys::SPIPlanPtr>> = RefCell::new(HashMap::new());
@@ -104,28 +103,8 @@ thread_local! {
 unsafe fn plan_of(probe: &Probe) -> pg_sys::SPIPlanPtr {
     let quote = |c: &str| pgrx::spi::quote_identifier(c);
     let att = probe.att;
-    let columns = format!(
-        "t.{}, t.{}{}",
-        quote(&att.fingerprint_column()),
-        quote(&att.band_columns()[0]),
-        att.scope_column
-            .as_ref()
-            .filter(|_| probe.scope.is_some())
-            .map_or(String::new(), |c| format!(", t.{}", quote(c)))
-    );
-    let qualified = qualified_name_of(probe.relid);
     // A Citus table's rows come from its shards, where table and TID mean nothing to the caller.
     let distributed = crate::citus::distribution(probe.relid).is_some();
-    let key = (
-        probe.relid.to_u32(),
-        qualified.clone(),
-        columns.clone(),
-        probe.rows,
-        distributed,
-    );
-    if let Some(plan) = PLANS.with(|p| p.borrow().get(&key).copied()) {
-        return plan;
-    }
     // A partitioned table is read with its partitions; an ordinary one alone.
     let only =
         if distributed || pg_sys::get_rel_relkind(probe.relid) as u8 == pg_sys::RELKIND_PARTITIONED_TABLE {
@@ -146,10 +125,15 @@ unsafe fn plan_of(probe: &Probe) -> pg_sys::SPIPlanPtr {
         "t.tableoid, t.ctid"
     };
     let sql = format!(
-        "SELECT {place}, t.{fp}{scope}{row} FROM {only}{qualified} t \
-         WHERE t.{lsh} OPERATOR(pg_catalog.&&) $1"
+        "SELECT {place}, t.{fp}{scope}{row} FROM {only}{} t \
+         WHERE t.{lsh} OPERATOR(pg_catalog.&&) $1",
+        qualified_name_of(probe.relid)
     );
-    let plan = crate::spi::prepare_kept(&sql, &mut [pg_sys::INT8ARRAYOID], "its MinHash lookup");
+    let key = (probe.relid.to_u32(), sql);
+    if let Some(plan) = PLANS.with(|p| p.borrow().get(&key).copied()) {
+        return plan;
+    }
+    let plan = crate::spi::prepare_kept(&key.1, &mut [pg_sys::INT8ARRAYOID], "its MinHash lookup");
     PLANS.with(|p| p.borrow_mut().insert(key, plan));
     plan
 }
