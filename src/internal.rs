@@ -256,4 +256,15 @@ mod simhash_internal {
         let key = unsafe { crate::spi::connected(|| RowKey::of(table_name.0, false)) };
         ServerText(key.message_sql(&alias.to_utf8()))
     }
+
+    /// Takes, on this node, the advisory locks a write of `fingerprint` into `table_name` takes on
+    /// one node (`crate::check::lock_parts`: k + 1 parts, ascending, held to the end of the
+    /// transaction): two writers of fingerprints within `max_distance` always share one. The
+    /// registry's check on a Citus coordinator takes them before it searches the shards
+    /// (docs/ARCHITECTURE.md §8.7).
+    #[pg_extern(volatile, strict, parallel_unsafe, name = "lock_near_duplicates")]
+    fn lock_near_duplicates(table_name: RegClass, fingerprint: i64, max_distance: i32) {
+        let k = crate::attachment::check_max_distance(max_distance);
+        crate::check::lock_parts(table_name.0, fingerprint as u64, k);
+    }
 }

@@ -223,9 +223,6 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         tuple,
         old,
     };
-    if let (Some(old), Some(_)) = (old, firing.setup.registered_att) {
-        refuse_key_change(&firing, old);
-    }
     let (text_changed, scope_changed) = firing.changes();
     if !text_changed && !scope_changed {
         let (old, fp_att, tupdesc) = (
@@ -311,76 +308,6 @@ unsafe fn check_registered(firing: &Firing, fp: Option<u64>) {
             att.checked_view(table.trim_matches('"'))
         )),
     });
-}
-
-/// A registry attachment: the registry names each row it holds by its primary key, and a shard
-/// cannot reach the registry to follow a new key, so an UPDATE that changes the key of a row filed
-/// there (one with a fingerprint) is refused rather than leave the registry naming a row that is gone.
-unsafe fn refuse_key_change(firing: &Firing, old: pg_sys::HeapTuple) {
-    let (rel, tupdesc) = (firing.td.tg_relation, firing.tupdesc());
-    if getattr(old, firing.setup.fp_att, tupdesc).is_none() {
-        return;
-    }
-    let key =
-        pg_sys::RelationGetIndexAttrBitmap(rel, pg_sys::IndexAttrBitmapKind::INDEX_ATTR_BITMAP_PRIMARY_KEY);
-    let mut member = -1;
-    let mut changed = false;
-    loop {
-        member = pg_sys::bms_next_member(key, member);
-        if member < 0 {
-            break;
-        }
-        let n = member + pg_sys::FirstLowInvalidHeapAttributeNumber;
-        let (a, b) = (getattr(old, n, tupdesc), getattr(firing.tuple, n, tupdesc));
-        if !same_image(a, b, attribute(tupdesc, n)) {
-            changed = true;
-            break;
-        }
-    }
-    pg_sys::bms_free(key);
-    if !changed {
-        return;
-    }
-    let (setup, att) = (&firing.setup, &firing.setup.att);
-    let table = match &setup.shard {
-        Some(shard) => shard.table.clone(),
-        None => qualified_name_of((*rel).rd_id),
-    };
-    raise(EncodedError {
-        code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-        message: format!("simhash_trigger: cannot change the primary key of a row of {table} that its near-duplicate registry holds"),
-        detail: Some(format!(
-            "The registry of column \"{}\" names the row by its key and would go on naming the old one.",
-            att.text_column
-        )),
-        hint: Some(
-            "Keep the keys of rows written through the registry; to change them, detach the column with \
-             simhash_detach(), update the keys and attach it again."
-                .into(),
-        ),
-    });
-}
-
-/// Whether two values of column `attr` are stored alike (both NULL, or the same bytes).
-unsafe fn same_image(
-    a: Option<pg_sys::Datum>,
-    b: Option<pg_sys::Datum>,
-    attr: &pg_sys::FormData_pg_attribute,
-) -> bool {
-    match (a, b) {
-        (Some(x), Some(y)) if attr.attbyval => x.value() == y.value(),
-        (Some(_), Some(_)) if attr.attlen == -1 => same_stored_bytes(a, b),
-        (Some(x), Some(y)) if attr.attlen == -2 => {
-            std::ffi::CStr::from_ptr(x.cast_mut_ptr()) == std::ffi::CStr::from_ptr(y.cast_mut_ptr())
-        }
-        (Some(x), Some(y)) => {
-            let len = attr.attlen as usize;
-            std::slice::from_raw_parts(x.cast_mut_ptr::<u8>(), len)
-                == std::slice::from_raw_parts(y.cast_mut_ptr::<u8>(), len)
-        }
-        (None, None) => true,
-        _ => false,
-    }
 }
 
 /// What becomes of a checked row.

@@ -13,8 +13,6 @@ DECLARE
   nbands int;
   rel_schema name;
   rel_name name;
-  registry_table text;
-  lock_table text;
   dist_method "char";
   dist_column name;
   unsafe_triggers text;
@@ -167,26 +165,14 @@ BEGIN
   IF registry THEN
     SELECT n.nspname, c.relname INTO rel_schema, rel_name
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = table_name;
-    IF octet_length(names.lock_table) > 63 THEN
-      RAISE EXCEPTION 'simhash_attach: table and column names "%", "%" are too long to derive the registry''s names from',
+    IF octet_length(names.checked_view) > 63 THEN
+      RAISE EXCEPTION 'simhash_attach: table and column names "%", "%" are too long to derive the registry''s view name from',
         rel_name, text_column USING ERRCODE = '42622';
     END IF;
     IF NOT EXISTS (SELECT FROM simhash_internal.primary_key(table_name)) THEN
       RAISE EXCEPTION 'simhash_attach: registry => true needs a primary key on "%"', table_name
-        USING ERRCODE = '0A000', HINT = 'The registry names the rows it holds by their key.';
+        USING ERRCODE = '0A000', HINT = 'A rejection names the near-duplicate it found by its key.';
     END IF;
-    registry_table := format('%I.%I', rel_schema, names.registry_table);
-    lock_table := format('%I.%I', rel_schema, names.lock_table);
-    -- The registry files each fingerprint under its k + 1 buckets (simhash_registry_buckets), one
-    -- lock row per bucket beside it: both distributed by the bucket's lock key, so a bucket's rows
-    -- and its lock row are on one shard. Made before this transaction writes to distributed tables.
-    EXECUTE format('CREATE TABLE %s (lock_key int NOT NULL, part_value bigint NOT NULL, fingerprint bigint NOT NULL, '
-                   'row_key text NOT NULL)', registry_table);
-    EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''lock_key'')' USING registry_table::regclass;
-    EXECUTE format('CREATE INDEX ON %s (lock_key, part_value) INCLUDE (fingerprint)', registry_table);
-    EXECUTE format('CREATE TABLE %s (lock_key int PRIMARY KEY, writes bigint NOT NULL)', lock_table);
-    EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''lock_key'', colocate_with => $2)'
-      USING lock_table::regclass, registry_table;
   END IF;
 
   -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
@@ -244,7 +230,9 @@ BEGIN
   ELSE
     FOR i IN 1 .. nbands LOOP
       -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
-      EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', table_name, att.band_columns[i], fp);
+      -- A registry's check also reads the distribution column from them (sql/src/registry.sql).
+      EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I%s)', table_name, att.band_columns[i], fp,
+                     CASE WHEN registry THEN format(', %I', dist_column) ELSE '' END);
     END LOOP;
   END IF;
   IF dist_method IS NOT NULL THEN
@@ -260,13 +248,8 @@ BEGIN
     PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
   END IF;
   IF registry THEN
-    -- The rows already there: registered, and filed in the registry (their near-duplicates stay).
+    -- The rows already there count as registered (their near-duplicates stay).
     EXECUTE format('UPDATE %s t SET %I = t.%I', table_name, names.registered_column, fp);
-    EXECUTE format('INSERT INTO %s (lock_key, part_value, fingerprint, row_key) '
-                   'SELECT b.lock_key, b.part_value, t.%I, %s FROM %s t '
-                   'CROSS JOIN LATERAL @extschema@.simhash_registry_buckets(t.%I, %s) b WHERE t.%I IS NOT NULL',
-                   registry_table, fp, simhash_internal.row_key_sql(table_name, 't'),
-                   table_name, fp, att.max_distance, fp);
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
     -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
     PERFORM simhash_internal.registry_view(table_name, text_column);
@@ -337,7 +320,8 @@ BEGIN
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
   END IF;
   IF att.registry THEN
-    -- The view that writes go through and the registry's tables, named after the table and column.
+    -- The view that writes go through, named after the table and column, and the registry tables
+    -- of an attachment made before 0.6.0 whose update left them.
     SELECT n.nspname INTO rel_schema
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
     ddl_propagation := current_setting('citus.enable_ddl_propagation');

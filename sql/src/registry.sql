@@ -1,4 +1,7 @@
--- The INSTEAD OF INSERT trigger of the view of a Citus table attached with registry => true.
+-- The INSTEAD OF INSERT trigger of the view of a Citus table attached with registry => true: the
+-- check of one row across all shards, made on the coordinator in the writer's distributed
+-- transaction (docs/ARCHITECTURE.md §7.5, §8.7). The table itself is the registry: the band indexes
+-- on every shard are searched as a lookup searches them.
 CREATE FUNCTION simhash_internal.registry_insert()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -12,50 +15,75 @@ DECLARE
   text_column name := att.text_column;
   k int := att.max_distance;
   mode text := att.on_duplicate;
+  nbands int := cardinality(att.band_columns);
   names record;
-  rel_schema name;
-  registry_table text;
-  lock_table text;
+  dist_column name;
   fp bigint;
-  lock_keys int[];
-  part_values bigint[];
-  lock_key int;
-  row_key text;
+  probe text;
   key_columns text;
   found_key text;
   found_distance int;
   columns text;
   flag_type text;
   short boolean;
+  pool_size text;
 BEGIN
   SELECT * INTO names FROM simhash_internal.object_names(base, text_column);
-  SELECT n.nspname INTO rel_schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = base;
-  registry_table := format('%I.%I', rel_schema, names.registry_table);
-  lock_table := format('%I.%I', rel_schema, names.lock_table);
   EXECUTE format('SELECT @extschema@.simhash(($1).%I, %L, %s, %L, %L, %L)', text_column, att.tokenizer, att.shingle,
                  att.weighting, att.stopwords, att.fold)
     INTO fp USING NEW;
-  SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord) INTO key_columns FROM simhash_internal.primary_key(base) p;
-  EXECUTE 'SELECT ' || simhash_internal.row_key_sql(base, '($1)') INTO row_key USING NEW;
   IF fp IS NOT NULL THEN
-    SELECT array_agg(b.lock_key ORDER BY b.lock_key), array_agg(b.part_value ORDER BY b.lock_key)
-    INTO lock_keys, part_values FROM @extschema@.simhash_registry_buckets(fp, k) b;
-    -- A text shorter than min_length is filed but never checked.
+    -- A text shorter than min_length is written (and found by later checks) but never checked.
     EXECUTE format('SELECT char_length(($1).%I) < $2', text_column) INTO short USING NEW, att.min_length;
   END IF;
   IF fp IS NOT NULL AND NOT short THEN
-    -- The lock rows of the fingerprint's buckets, one statement each, in one global order (sorted
-    -- keys): two near-duplicate writers share a bucket, and the second waits on its lock row until
-    -- the first commits, and then sees the first's registry row, which is on the same shard.
-    FOREACH lock_key IN ARRAY lock_keys LOOP
-      EXECUTE format('INSERT INTO %s AS l (lock_key, writes) VALUES ($1, 1) '
-                     'ON CONFLICT (lock_key) DO UPDATE SET writes = l.writes + 1', lock_table) USING lock_key;
-    END LOOP;
-    EXECUTE format('SELECT r.row_key, @extschema@.hamming(r.fingerprint, $1) AS distance FROM %s r '
-                   'WHERE r.lock_key = ANY ($2) AND r.part_value = ANY ($3) AND @extschema@.hamming(r.fingerprint, $1) <= $4 '
-                   'ORDER BY distance, r.row_key LIMIT 1', registry_table)
-      INTO found_key, found_distance USING fp, lock_keys, part_values, k;
+    -- Each statement on a worker must see what committed before it: the wait below orders the
+    -- writers, and a snapshot kept from before a wait would miss the writer waited for.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+      RAISE EXCEPTION 'writes through % need the READ COMMITTED isolation level',
+        format('%I.%I', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                         WHERE c.oid = base), names.checked_view)
+        USING ERRCODE = '0A000',
+              DETAIL = format('The near-duplicate check of column %I searches every shard, and Citus has no snapshot '
+                              'across nodes that a %s transaction could keep.', text_column,
+                              upper(current_setting('transaction_isolation'))),
+              HINT = 'Write through the view in a READ COMMITTED transaction (SET TRANSACTION ISOLATION LEVEL READ COMMITTED).';
+    END IF;
+    -- The locks one node's trigger takes, here on the coordinator that every write through the view
+    -- passes: a near-duplicate writer holding one of them has finished on every worker (Citus
+    -- commits the workers before the coordinator releases its locks) when this one is granted.
+    PERFORM simhash_internal.lock_near_duplicates(base, fp, k);
+    -- The probes of a lookup, one index-only scan of a band index per band, on every shard in one
+    -- round (with the distribution column in each branch, Citus runs the UNION on each shard).
+    SELECT d.distribution_column INTO dist_column FROM simhash_internal.distribution(base) d;
+    SELECT string_agg(format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE s.%4$I = ANY (%5$L::int[]) '
+                             'AND @extschema@.hamming(s.%2$I, %6$s) <= %7$s',
+                             dist_column, att.fingerprint_column, base, att.band_columns[p.band + 1], p.probe_values, fp, k),
+                      ' UNION ALL ' ORDER BY p.band)
+    INTO probe FROM @extschema@.simhash_probes(fp, k, nbands) p;
+    IF probe IS NULL THEN
+      -- Too far for the bands to pay (simhash_probes plans a scan): every fingerprint is compared.
+      probe := format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE @extschema@.hamming(s.%2$I, %4$s) <= %5$s',
+                      dist_column, att.fingerprint_column, base, fp, k);
+    END IF;
+    -- One connection per worker: the shards' tasks are short, and a connection opened for this
+    -- statement alone would cost more than they do (a Citus setting, put back right after).
+    pool_size := current_setting('citus.max_adaptive_executor_pool_size');
+    PERFORM set_config('citus.max_adaptive_executor_pool_size', '1', true);
+    EXECUTE format('SELECT @extschema@.hamming(m.fp, %s) AS distance FROM (%s) m ORDER BY distance LIMIT 1', fp, probe)
+      INTO found_distance;
+    PERFORM set_config('citus.max_adaptive_executor_pool_size', pool_size, true);
+    IF found_distance IS NOT NULL THEN
+      -- The nearest rows' keys (in key order on ties), read only when there is one.
+      EXECUTE format('SELECT %1$s FROM (%2$s) m JOIN %3$s t ON t.%4$I = m.d AND t.%5$I = m.fp '
+                     'AND t.%6$I = @extschema@.simhash_band(m.fp, 0, %7$s) '
+                     'WHERE @extschema@.hamming(m.fp, %8$s) = %9$s ORDER BY 1 LIMIT 1',
+                     simhash_internal.row_key_sql(base, 't'), probe, base, dist_column, att.fingerprint_column,
+                     att.band_columns[1], nbands, fp, found_distance)
+        INTO found_key;
+    END IF;
     IF found_key IS NOT NULL AND mode = 'error' THEN
+      SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord) INTO key_columns FROM simhash_internal.primary_key(base) p;
       RAISE EXCEPTION 'near-duplicate text in column "%" of relation "%"', text_column,
         (SELECT c.relname FROM pg_class c WHERE c.oid = base)
         USING ERRCODE = '23505',
@@ -64,11 +92,6 @@ BEGIN
     ELSIF found_key IS NOT NULL AND mode = 'skip' THEN
       RETURN NULL;
     END IF;
-  END IF;
-  IF fp IS NOT NULL THEN
-    EXECUTE format('INSERT INTO %s (lock_key, part_value, fingerprint, row_key) VALUES %s', registry_table,
-                   (SELECT string_agg(format('(%s, %s, %s, %L)', lock_keys[i], part_values[i], fp, row_key), ', ')
-                    FROM generate_subscripts(lock_keys, 1) i));
   END IF;
   -- The row's values as literals: Citus sends a statement's parameters to the workers, where the
   -- view's row type does not exist.
@@ -133,7 +156,6 @@ DECLARE
   rel_schema name;
   rel_name name;
   checked_view text;
-  registry_table text;
   view_oid oid;
   coordinator boolean;
   col record;
@@ -155,10 +177,14 @@ BEGIN
   registered := names.registered_column;
   derived := array_remove(att.fingerprint_column || att.band_columns || att.flag_column || registered, NULL);
   checked_view := format('%I.%I', rel_schema, names.checked_view);
-  registry_table := format('%I.%I', rel_schema, names.registry_table);
-  IF to_regclass(registry_table) IS NULL THEN
-    -- The registry, its lock rows and the view are named after the table: a renamed table (or one
-    -- moved to another schema) would leave its view writing to a name that is gone.
+  -- The view is named after the table and its trigger names the table: a table renamed (or moved
+  -- to another schema) would leave behind a view under the old name, writing to a name that is gone.
+  IF EXISTS (SELECT FROM pg_trigger t JOIN pg_class v ON v.oid = t.tgrelid
+             WHERE t.tgfoid = 'simhash_internal.registry_insert()'::regprocedure
+               AND (simhash_internal.trigger_args(t.tgargs))[2] = text_column::text
+               AND v.oid IS DISTINCT FROM to_regclass(checked_view)
+               AND EXISTS (SELECT FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                           WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = v.oid AND d.refobjid = table_name)) THEN
     RAISE EXCEPTION 'cannot rename table "%" or move it to another schema: its column "%" is attached with registry => true',
       rel_name, text_column
       USING ERRCODE = '0A000',
