@@ -37,7 +37,7 @@ on_exit_stop_cluster
 step "cluster: a coordinator and two workers"
 start_cluster
 for port in "${CITUS_PORTS[@]}"; do
-    qn "$port" -c "ALTER SYSTEM SET shared_buffers = '2GB'" -c "ALTER SYSTEM SET max_wal_size = '16GB'" \
+    qn "$port" -c "ALTER SYSTEM SET shared_buffers = '2GB'" -c "ALTER SYSTEM SET max_wal_size = '2GB'" \
         -c "ALTER SYSTEM SET checkpoint_timeout = '30min'" -c "ALTER SYSTEM SET maintenance_work_mem = '512MB'" >/dev/null
 done
 for i in 0 1 2; do
@@ -117,7 +117,7 @@ for n in $SIZES; do
         -c "VACUUM ANALYZE articles" >/dev/null
     scope_bytes=$(qn "$COORDINATOR" -c "SELECT citus_total_relation_size('articles') / $n")
     read -r scope_p50 scope_p99 scope_rejected <<<"$(run articles)"
-    qn "$COORDINATOR" -c "SELECT simhash_detach('articles')" >/dev/null
+    qn "$COORDINATOR" -c "SELECT simhash_detach('articles')" -c "VACUUM articles" >/dev/null
     step "rows: $n, registry => true"
     qn "$COORDINATOR" -c "SELECT simhash_attach('articles', 'body', max_distance => 7, on_duplicate => 'error', registry => true)" \
         -c "VACUUM ANALYZE articles" >/dev/null
@@ -125,12 +125,19 @@ for n in $SIZES; do
     read -r registry_p50 registry_p99 registry_rejected <<<"$(run articles_body_checked)"
     candidates=$(qn "$COORDINATOR" -c "SELECT round(avg(candidates(simhash(row_text(-i))))) FROM generate_series(1, 50) i")
     # The remote commands of one insert through the view (Citus logs each one it sends).
-    remote=$(qn "$COORDINATOR" -c "SET citus.log_remote_commands = on" \
-        -c "INSERT INTO articles_body_checked (site, id, body) VALUES (0, -999999, row_text(-999999))" 2>&1 |
-        grep -c 'issuing' || true)
-    qn "$COORDINATOR" -c "DELETE FROM articles WHERE id < 0" -c "SELECT simhash_detach('articles')" >/dev/null
+    qn "$COORDINATOR" -c "SET citus.log_remote_commands = on" \
+        -c "INSERT INTO articles_body_checked (site, id, body) VALUES (0, -999999, row_text(-999999))" >"$CITUS_DIR/remote.out" 2>&1 || true
+    remote=$(grep -c 'issuing' "$CITUS_DIR/remote.out" || true)
+    qn "$COORDINATOR" -c "DELETE FROM articles WHERE id < 0" >/dev/null
+    # simhash_pairs of the distributed table: the keys and fingerprints of every shard, paired on the
+    # coordinator.
+    start=$(now_ms)
+    npairs=$(qn "$COORDINATOR" -c "SELECT count(*) FROM simhash_pairs('articles')")
+    pairs_s=$(awk -v ms=$(($(now_ms) - start)) 'BEGIN { printf "%.1f", ms / 1000 }')
+    # Detached, and vacuumed: the next attach's UPDATE reuses the space of this one's row versions.
+    qn "$COORDINATOR" -c "SELECT simhash_detach('articles')" -c "VACUUM articles" >/dev/null
     sizes+=("$n")
-    table+=("| $(printf "%'d" "$n") | $candidates | $registry_p50 / $registry_p99 | $scope_p50 / $scope_p99 | $plain_p50 / $plain_p99 | $registry_rejected / $scope_rejected | $remote | $registry_bytes / $scope_bytes |")
+    table+=("| $(printf "%'d" "$n") | $candidates | $registry_p50 / $registry_p99 | $scope_p50 / $scope_p99 | $plain_p50 / $plain_p99 | $registry_rejected / $scope_rejected | $remote | $registry_bytes / $scope_bytes | $pairs_s s, $npairs |")
     printf '%s\n' "${table[-1]}"
 done
 
@@ -146,9 +153,10 @@ out=$ROOT/bench/results/citus_scale.md
     echo "session on the coordinator; times are psql's (ms). Candidates: index entries a registry check"
     echo "reads (mean over 50 texts). Remote commands: what Citus sends to the workers for one insert"
     echo "through the view. Bytes per row: the table with its indexes, registry attachment / scope attachment."
+    echo "simhash_pairs: count(*) of simhash_pairs('articles') at max_distance 7, its time and pairs."
     echo
-    echo "| rows | candidates per check | registry p50 / p99 | scope p50 / p99 | plain p50 / p99 | rejected (registry / scope) | remote commands | bytes per row (registry / scope) |"
-    echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| rows | candidates per check | registry p50 / p99 | scope p50 / p99 | plain p50 / p99 | rejected (registry / scope) | remote commands | bytes per row (registry / scope) | simhash_pairs |"
+    echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     printf '%s\n' "${table[@]}"
     echo
     echo "Paragraphs in the pool: $np."
