@@ -125,7 +125,7 @@ for n in $SIZES; do
     read -r registry_p50 registry_p99 registry_rejected <<<"$(run articles_body_checked)"
     candidates=$(qn "$COORDINATOR" -c "SELECT round(avg(candidates(simhash(row_text(-i))))) FROM generate_series(1, 50) i")
     # The remote commands of one insert through the view (Citus logs each one it sends).
-    qn "$COORDINATOR" -c "SET citus.log_remote_commands = on" \
+    qn "$COORDINATOR" -c "SET client_min_messages = notice" -c "SET citus.log_remote_commands = on" \
         -c "INSERT INTO articles_body_checked (site, id, body) VALUES (0, -999999, row_text(-999999))" >"$CITUS_DIR/remote.out" 2>&1 || true
     remote=$(grep -c 'issuing' "$CITUS_DIR/remote.out" || true)
     qn "$COORDINATOR" -c "DELETE FROM articles WHERE id < 0" >/dev/null
