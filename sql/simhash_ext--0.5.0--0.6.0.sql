@@ -16,6 +16,24 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'lock_near_duplicates_wrapper';
 
+-- The buckets of simhash_pairs on a Citus table (src/internal.rs, src/dedup.rs).
+CREATE  FUNCTION simhash_internal."bucket_pairs"(
+	"part" INT, /* i32 */
+	"fingerprints" bigint[], /* Vec < Option < i64 > > */
+	"max_distance" INT /* i32 */
+) RETURNS TABLE (
+	"a" INT,  /* i32 */
+	"b" INT,  /* i32 */
+	"distance" INT  /* i32 */
+)
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'bucket_pairs_wrapper';
+
+-- simhash_pairs and simhash_clusters of a Citus table write a table of buckets on its workers.
+ALTER FUNCTION simhash_pairs(regclass, int, text, float8) VOLATILE;
+ALTER FUNCTION simhash_clusters(regclass, int, text, float8) VOLATILE;
+
 -- sql/src/registry.sql
 CREATE OR REPLACE FUNCTION simhash_internal.registry_insert()
 RETURNS trigger
@@ -424,11 +442,17 @@ BEGIN
   -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
   -- the band columns are generated from it. On a partitioned table each statement below reaches
   -- every partition: the columns are inherited, the indexes partitioned, the trigger cloned.
-  EXECUTE format('ALTER TABLE %s ADD COLUMN %I %s', table_name, fp, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END);
+  EXECUTE format('ALTER TABLE %s ADD COLUMN %I %s%s', table_name, fp, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END,
+                 CASE WHEN registry THEN format(', ADD COLUMN %I bigint', names.registered_column) ELSE '' END);
   IF dist_method IS NOT NULL THEN
     -- A Citus table: an UPDATE on every shard, then the band columns.
     PERFORM simhash_internal.fill(table_name, text_column, fp, att.tokenizer, att.shingle, att.weighting, att.stopwords,
                                   att.fold, att.method);
+  END IF;
+  IF registry THEN
+    -- The rows already there count as registered (their near-duplicates stay). Before the band
+    -- columns, whose rewrite of the table leaves out the row versions these UPDATEs left behind.
+    EXECUTE format('UPDATE %s t SET %I = t.%I', table_name, names.registered_column, fp);
   END IF;
   IF minhash THEN
     -- One array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md §6.11).
@@ -441,9 +465,6 @@ BEGIN
   END IF;
   IF att.flag_column IS NOT NULL THEN
     bands := bands || format(', ADD COLUMN %I %s', att.flag_column, key_type);
-  END IF;
-  IF registry THEN
-    bands := bands || format(', ADD COLUMN %I bigint', names.registered_column);
   END IF;
   IF dist_method IS NULL AND minhash THEN
     -- One rewrite computes every row's signature (ALTER COLUMN ... TYPE ... USING runs before the
@@ -494,8 +515,6 @@ BEGIN
     PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
   END IF;
   IF registry THEN
-    -- The rows already there count as registered (their near-duplicates stay).
-    EXECUTE format('UPDATE %s t SET %I = t.%I', table_name, names.registered_column, fp);
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
     -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
     PERFORM simhash_internal.registry_view(table_name, text_column);

@@ -114,6 +114,9 @@ fn minhash_progress<'a>(signed: &'a Signed, reporter: &'a mut Reporter) -> impl 
 /// `simhash.progress_interval`: milliseconds between two progress NOTICEs of a long run.
 pub static PROGRESS_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(5000);
 
+/// `simhash.dedup_on_workers`: whether dedup of a Citus table pairs on its workers.
+pub static DEDUP_ON_WORKERS: GucSetting<bool> = GucSetting::<bool>::new(true);
+
 pub fn register_settings() {
     GucRegistry::define_int_guc(
         c"simhash.progress_interval",
@@ -124,6 +127,14 @@ pub fn register_settings() {
         i32::MAX,
         GucContext::Userset,
         GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_bool_guc(
+        c"simhash.dedup_on_workers",
+        c"Whether simhash_pairs() and simhash_clusters() of a Citus table pair the rows on its workers.",
+        c"Off: the coordinator reads every key and fingerprint and pairs them itself. The results are the same.",
+        &DEDUP_ON_WORKERS,
+        GucContext::Userset,
+        GucFlags::default(),
     );
 }
 
@@ -288,6 +299,135 @@ fn read_rows(
     })
 }
 
+/// The pairs of a SimHash attachment of a Citus table, searched on its workers (docs/ARCHITECTURE.md
+/// §9.5): every row is filed, in a table distributed by bucket, under the k+1 buckets of its parts
+/// (`simhash_registry_buckets`); each worker groups its buckets and pairs each one
+/// (`simhash_internal.bucket_pairs`), keeping a pair in the bucket of the first part the two rows
+/// share; the coordinator receives the pairs only. With `keys`, also every row's key (rows without
+/// a fingerprint included), in key order, for clusters. None when the table is not such a table, the
+/// transaction cannot write the bucket table, or `simhash.dedup_on_workers` is off.
+struct Distributed {
+    keys: Vec<String>,
+    pairs: Vec<(String, String, i32)>,
+}
+
+fn distributed_search(
+    relid: pg_sys::Oid,
+    max_distance: Option<i32>,
+    threshold: Option<f64>,
+    text_column: Option<&str>,
+    with_keys: bool,
+    reporter: &mut Reporter,
+) -> Option<Distributed> {
+    if !DEDUP_ON_WORKERS.get() || unsafe { pg_sys::XactReadOnly } {
+        return None;
+    }
+    Spi::connect_mut(|client| {
+        let namespace = client
+            .select("SELECT e.extnamespace FROM pg_extension e WHERE e.extname = 'simhash_ext'", None, &[])
+            .and_then(|t| t.first().get_one::<pg_sys::Oid>())
+            .ok()
+            .flatten()?;
+        let table = Table::read(relid, text_column, namespace);
+        let hash_distributed = unsafe { crate::citus::distribution(relid) }.is_some_and(|d| d.hash_distributed());
+        let RowKey::Columns(columns) = &table.key else { return None };
+        if !hash_distributed || table.att.minhash().is_some() {
+            return None;
+        }
+        check_method_options(reporter.what, &table, max_distance, threshold);
+        let what = reporter.what;
+        let k = crate::attachment::check_max_distance(max_distance.unwrap_or(table.att.max_distance));
+        let schema = |oid: pg_sys::Oid| unsafe {
+            pgrx::spi::quote_identifier(crate::catalog::cstr_utf8(pg_sys::get_namespace_name(oid)))
+        };
+        let ext = schema(namespace);
+        let rel_schema = schema(unsafe { pg_sys::get_rel_namespace(relid) });
+        // The bucket table lives beside the attached table for the length of this call.
+        let buckets = format!("{rel_schema}.simhash_pairs_{}", unsafe { pg_sys::MyProcPid });
+        let key_types: Vec<String> = client
+            .select(
+                "SELECT format('%I %s', p.attname, p.atttype) FROM simhash_internal.primary_key($1) p ORDER BY p.ord",
+                None,
+                &[relid.into()],
+            )
+            .ok()?
+            .map(|row| row.get::<String>(1).ok().flatten().unwrap_or_default())
+            .collect();
+        let fp = pgrx::spi::quote_identifier(table.att.fingerprint_column());
+        let run = |client: &mut pgrx::spi::SpiClient<'_>, sql: &str| {
+            client.update(sql, None, &[]).unwrap_or_else(|e| {
+                pgrx::error!("{what}: {e} (in {sql})")
+            });
+        };
+        run(
+            client,
+            &format!(
+                "CREATE UNLOGGED TABLE {buckets} (lock_key int NOT NULL, part_value bigint NOT NULL, \
+                 fingerprint bigint NOT NULL, key text, {})",
+                key_types.join(", ")
+            ),
+        );
+        run(client, &format!("SELECT pg_catalog.create_distributed_table('{buckets}', 'lock_key', colocate_with => 'none')"));
+        reporter.report(|| "filing every row under its buckets on the workers".into());
+        run(
+            client,
+            &format!(
+                "INSERT INTO {buckets} SELECT b.lock_key, b.part_value, t.{fp}, {}, {} FROM {} t \
+                 CROSS JOIN LATERAL {ext}.simhash_registry_buckets(t.{fp}, {k}) b WHERE t.{fp} IS NOT NULL",
+                table.key.value_sql("t"),
+                table.key.order_by("t"),
+                table.qualified
+            ),
+        );
+        reporter.report(|| "pairing each bucket on its worker".into());
+        let order = columns.iter().map(|c| format!("r.{c}")).collect::<Vec<_>>().join(", ");
+        let query = format!(
+            "SELECT convert_to(g.keys[p.a], 'UTF8'), convert_to(g.keys[p.b], 'UTF8'), p.distance \
+             FROM (SELECT r.lock_key, array_agg(r.fingerprint ORDER BY {order}) AS fps, array_agg(r.key ORDER BY {order}) AS keys \
+                   FROM {buckets} r GROUP BY r.lock_key, r.part_value HAVING count(*) > 1) g \
+             CROSS JOIN LATERAL simhash_internal.bucket_pairs(g.lock_key >> 8, g.fps, {k}) p"
+        );
+        let utf8 = |row: &pgrx::spi::SpiHeapTupleData, i: usize| {
+            let bytes = row.get::<Vec<u8>>(i).ok().flatten().unwrap_or_default();
+            String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
+        };
+        let mut pairs = Vec::new();
+        {
+            let mut cursor = client.open_cursor(&query, &[]);
+            loop {
+                let batch = cursor.fetch(10_000).expect("reading the pairs failed");
+                if batch.is_empty() {
+                    break;
+                }
+                for row in batch {
+                    pairs.push((utf8(&row, 1), utf8(&row, 2), row.get::<i32>(3).ok().flatten().unwrap_or(0)));
+                }
+                let found = pairs.len();
+                reporter.report(|| format!("{found} pairs within distance {k} received from the workers"));
+            }
+        }
+        run(client, &format!("DROP TABLE {buckets}"));
+        let mut keys = Vec::new();
+        if with_keys {
+            let query = format!(
+                "SELECT convert_to({}, 'UTF8') FROM {} t ORDER BY {}",
+                table.key.value_sql("t"),
+                table.qualified,
+                table.key.order_by("t")
+            );
+            let mut cursor = client.open_cursor(&query, &[]);
+            loop {
+                let batch = cursor.fetch(10_000).expect("reading the keys failed");
+                if batch.is_empty() {
+                    break;
+                }
+                keys.extend(batch.map(|row| utf8(&row, 1)));
+            }
+        }
+        Some(Distributed { keys, pairs })
+    })
+}
+
 /// Refuses the setting of the other method: `max_distance` for MinHash, `threshold` for SimHash
 /// (22023), and a threshold outside 0–1.
 fn check_method_options(what: &str, table: &Table, max_distance: Option<i32>, threshold: Option<f64>) {
@@ -363,7 +503,7 @@ fn progress<'a>(
 /// with the keys of both rows as text (`key_a` first in key order) and their distance; for a MinHash
 /// attachment, every pair that shares an LSH band with at least `threshold` (default: the attached
 /// one) estimated similarity, with the similarity.
-#[pg_extern(stable, parallel_unsafe, name = "simhash_pairs")]
+#[pg_extern(volatile, parallel_unsafe, name = "simhash_pairs")]
 fn pairs(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
@@ -379,8 +519,17 @@ fn pairs(
     ),
 > {
     let mut reporter = Reporter::new("simhash_pairs");
+    let relid = required(table_name);
+    if let Some(found) = distributed_search(relid, max_distance, threshold, text_column, false, &mut reporter) {
+        return TableIterator::new(
+            found
+                .pairs
+                .into_iter()
+                .map(|(a, b, d)| (ServerText(a), ServerText(b), Some(d), None)),
+        );
+    }
     let mut rows = read_rows(
-        required(table_name),
+        relid,
         max_distance,
         threshold,
         text_column,
@@ -446,7 +595,7 @@ fn pairs(
 /// Every row of an attached table with the representative of its cluster (the cluster's first row
 /// in key order) and the cluster's size; rows without a fingerprint are clusters of their own.
 /// The clusters are the connected components of `simhash_pairs()`'s pairs.
-#[pg_extern(stable, parallel_unsafe, name = "simhash_clusters")]
+#[pg_extern(volatile, parallel_unsafe, name = "simhash_clusters")]
 fn clusters(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
@@ -461,8 +610,23 @@ fn clusters(
     ),
 > {
     let mut reporter = Reporter::new("simhash_clusters");
+    let relid = required(table_name);
+    if let Some(found) = distributed_search(relid, max_distance, threshold, text_column, true, &mut reporter) {
+        let keys = found.keys;
+        let index: std::collections::HashMap<&str, u32> =
+            keys.iter().enumerate().map(|(i, k)| (k.as_str(), i as u32)).collect();
+        let mut clusters = simhash_core::pairs::Clusters::new(keys.len());
+        for (a, b, _) in &found.pairs {
+            if let (Some(&a), Some(&b)) = (index.get(a.as_str()), index.get(b.as_str())) {
+                clusters.union(a, b);
+            }
+        }
+        let representative: Vec<u32> = (0..keys.len() as u32).map(|i| clusters.find(i)).collect();
+        drop(index);
+        return cluster_table(keys, representative);
+    }
     let mut rows = read_rows(
-        required(table_name),
+        relid,
         max_distance,
         threshold,
         text_column,
@@ -493,11 +657,25 @@ fn clusters(
             representative
         }
     };
-    let mut size = vec![0i64; rows.keys.len()];
+    cluster_table(rows.keys, representative)
+}
+
+/// Every row's key with its cluster's representative and size.
+fn cluster_table(
+    keys: Vec<String>,
+    representative: Vec<u32>,
+) -> TableIterator<
+    'static,
+    (
+        name!(key, ServerText),
+        name!(representative, ServerText),
+        name!(cluster_size, i64),
+    ),
+> {
+    let mut size = vec![0i64; keys.len()];
     for &r in &representative {
         size[r as usize] += 1;
     }
-    let keys = rows.keys;
     TableIterator::new((0..keys.len()).map(move |i| {
         let r = representative[i] as usize;
         (ServerText(keys[i].clone()), ServerText(keys[r].clone()), size[r])

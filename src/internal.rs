@@ -257,6 +257,27 @@ mod simhash_internal {
         ServerText(key.message_sql(&alias.to_utf8()))
     }
 
+    /// The pairs within `max_distance` of one bucket of `simhash_pairs` on a Citus table
+    /// (`crate::dedup`, docs/ARCHITECTURE.md §9.5): `fingerprints` share the value of part `part`;
+    /// returns the pairs whose first shared part is `part`, as 1-based positions `a < b` in the array.
+    #[pg_extern(immutable, strict, parallel_safe, name = "bucket_pairs")]
+    fn bucket_pairs(
+        part: i32,
+        fingerprints: Vec<Option<i64>>,
+        max_distance: i32,
+    ) -> TableIterator<'static, (name!(a, i32), name!(b, i32), name!(distance, i32))> {
+        let k = crate::attachment::check_max_distance(max_distance);
+        let fps: Vec<u64> = fingerprints.iter().map(|fp| fp.unwrap_or(0) as u64).collect();
+        if fingerprints.iter().any(Option::is_none) || part < 0 || part as u32 > k {
+            pgrx::error!("simhash_internal.bucket_pairs: a bucket holds fingerprints and a part of the distance's parts");
+        }
+        TableIterator::new(
+            simhash_core::pairs::bucket_pairs(&fps, part as u32, k, 4)
+                .into_iter()
+                .map(|(a, b, d)| (a as i32 + 1, b as i32 + 1, d as i32)),
+        )
+    }
+
     /// Takes, on this node, the advisory locks a write of `fingerprint` into `table_name` takes on
     /// one node (`crate::check::lock_parts`: k + 1 parts, ascending, held to the end of the
     /// transaction): two writers of fingerprints within `max_distance` always share one. The

@@ -260,6 +260,46 @@ pub fn cluster_rows(
     (0..rows as u32).map(|i| clusters.find(i)).collect()
 }
 
+/// One bucket of a search split across machines: `fps` are the fingerprints (in any order, repeats
+/// allowed) that share the value of part `part` of the k+1 parts of
+/// [`crate::probe::registry_buckets`]. Returns every pair `(i, j, distance)`, `i < j`, within
+/// distance `k` whose first shared part is `part`: over the k+1 · 2^w buckets of a collection each
+/// pair within k comes from exactly one bucket (two fingerprints within k share a part; the first
+/// one they share names the bucket). Identical fingerprints share part 0.
+pub fn bucket_pairs(fps: &[u64], part: u32, k: u32, nbands: u32) -> Vec<(u32, u32, u32)> {
+    let groups = group_identical(fps);
+    let mut rows_of_group: Vec<Vec<u32>> = vec![Vec::new(); groups.distinct.len()];
+    for (i, &g) in groups.group.iter().enumerate() {
+        rows_of_group[g as usize].push(i as u32);
+    }
+    let parts: Vec<Vec<u64>> = groups
+        .distinct
+        .iter()
+        .map(|&fp| crate::probe::registry_buckets(fp, k).into_iter().map(|(_, v)| v).collect())
+        .collect();
+    let first_shared = |ga: usize, gb: usize| (0..parts[ga].len()).find(|&p| parts[ga][p] == parts[gb][p]);
+    let mut out = Vec::new();
+    if part == 0 {
+        for members in &rows_of_group {
+            for (x, &a) in members.iter().enumerate() {
+                out.extend(members[x + 1..].iter().map(|&b| (a, b, 0)));
+            }
+        }
+    }
+    if k > 0 {
+        for_each_near_pair(&groups.distinct, k, nbands, &mut |_| {}, &mut |ga, gb, d| {
+            let (ga, gb) = (ga as usize, gb as usize);
+            if first_shared(ga, gb) != Some(part as usize) {
+                return;
+            }
+            for &a in &rows_of_group[ga] {
+                out.extend(rows_of_group[gb].iter().map(|&b| (a.min(b), a.max(b), d)));
+            }
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,6 +455,37 @@ mod tests {
             let fps = group_identical(&fps).distinct;
             let got = pairs(&fps, k, nbands);
             prop_assert_eq!(got.iter().copied().collect::<BTreeSet<_>>(), brute(&fps, k));
+        }
+    }
+
+    /// The buckets of a collection, each searched alone, give every pair within k once.
+    fn buckets_equal_brute(fps: &[u64], k: u32) {
+        let mut buckets: std::collections::BTreeMap<(u32, u64), Vec<u32>> = Default::default();
+        for (i, &fp) in fps.iter().enumerate() {
+            for (p, (_, v)) in crate::probe::registry_buckets(fp, k).into_iter().enumerate() {
+                buckets.entry((p as u32, v)).or_default().push(i as u32);
+            }
+        }
+        let mut found = Vec::new();
+        for ((part, _), rows) in &buckets {
+            let members: Vec<u64> = rows.iter().map(|&i| fps[i as usize]).collect();
+            for (a, b, d) in bucket_pairs(&members, *part, k, 4) {
+                let (a, b) = (rows[a as usize], rows[b as usize]);
+                found.push((a.min(b), a.max(b), d));
+            }
+        }
+        let unique: BTreeSet<_> = found.iter().copied().collect();
+        assert_eq!(unique.len(), found.len(), "a pair came from two buckets at k = {k}");
+        assert_eq!(unique, brute(fps, k), "k = {k}");
+    }
+
+    #[test]
+    fn buckets_give_every_pair_once() {
+        for k in [0, 1, 3, 5, 7, 8, 12, 16] {
+            let mut fps = planted(k as u64 * 7919 + 3, 300, k);
+            // Exact duplicates too, which share every part.
+            fps.extend(fps[..20].to_vec());
+            buckets_equal_brute(&fps, k);
         }
     }
 }

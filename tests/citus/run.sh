@@ -152,6 +152,36 @@ expect "simhash_clusters: every row once, each pair in one cluster" \
         -c "SELECT (SELECT count(*) FROM c) || '|' || (SELECT count(DISTINCT key) FROM c) || '|' ||
                    (SELECT count(*) FROM simhash_pairs('articles') p JOIN c ca ON ca.key = p.key_a JOIN c cb ON cb.key = p.key_b
                     WHERE ca.representative <> cb.representative)")" "$((rows + 1))|$((rows + 1))|0"
+# The pairs are searched on the workers (bucket by bucket, simhash.dedup_on_workers, the default);
+# the coordinator's own search (the setting off) reads every key and fingerprint. Both must agree at
+# every distance, and the clusters too.
+expect "simhash_pairs pairs on the workers (its progress says so), or on the coordinator when told" \
+    "$(qn "$COORDINATOR" -c "SET client_min_messages = notice" -c "SET simhash.progress_interval = 0" \
+          -c "SELECT count(*) FROM simhash_pairs('articles')" 2>&1 | grep -c 'pairing each bucket on its worker')|$(
+       qn "$COORDINATOR" -c "SET client_min_messages = notice" -c "SET simhash.progress_interval = 0" -c "SET simhash.dedup_on_workers = off" \
+          -c "SELECT count(*) FROM simhash_pairs('articles')" 2>&1 | grep -c 'pairing each bucket on its worker')" "1|0"
+for k in 0 3 7 12; do
+    expect "max_distance $k: pairs and clusters on the workers equal the coordinator's (pairs, extra, missed, clusters differing)" \
+        "$(qn "$COORDINATOR" >/dev/null <<SQL
+CREATE TEMP TABLE w_pairs AS SELECT * FROM simhash_pairs('articles', max_distance => $k);
+CREATE TEMP TABLE w_clusters AS SELECT * FROM simhash_clusters('articles', max_distance => $k);
+SET simhash.dedup_on_workers = off;
+CREATE TEMP TABLE c_pairs AS SELECT * FROM simhash_pairs('articles', max_distance => $k);
+CREATE TEMP TABLE c_clusters AS SELECT * FROM simhash_clusters('articles', max_distance => $k);
+CREATE TABLE dedup_check_$k AS SELECT (SELECT count(*) FROM c_pairs) AS pairs,
+  (SELECT count(*) FROM (SELECT * FROM w_pairs EXCEPT ALL SELECT * FROM c_pairs) x) AS extra,
+  (SELECT count(*) FROM (SELECT * FROM c_pairs EXCEPT ALL SELECT * FROM w_pairs) x) AS missed,
+  (SELECT count(*) FROM (SELECT * FROM w_clusters EXCEPT SELECT * FROM c_clusters) x)
+  + (SELECT count(*) FROM (SELECT * FROM c_clusters EXCEPT SELECT * FROM w_clusters) x) AS clusters;
+SQL
+        qn "$COORDINATOR" -c "SELECT (pairs > 0 OR $k = 0) || '|' || extra || '|' || missed || '|' || clusters FROM dedup_check_$k")" \
+        "true|0|0|0"
+done
+expect "the workers' bucket table is gone afterwards" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'simhash\_pairs\_%'")" 0
+expect "in a read-only transaction the coordinator pairs (the workers' search writes a table)" \
+    "$(qn "$COORDINATOR" -c "BEGIN READ ONLY" -c "SELECT count(*) FROM simhash_pairs('articles')" -c "COMMIT")" \
+    "$(qn "$COORDINATOR" -c "SELECT pairs FROM dedup_check_7")"
 expect "simhash_lookup_cost is refused on a distributed table" \
     "$(sqlstate "$DB" "SELECT * FROM simhash_lookup_cost('articles', 1)")" 0A000
 expect "renaming the attached column of a distributed table is refused" \
