@@ -48,6 +48,8 @@ done
 # coordinator; row i is three of them picked by a hash of i, so every size holds the rows of the
 # smaller ones, and the inserted texts (i < 0) are new.
 qn "$COORDINATOR" >/dev/null <<SQL
+-- One scan in file order: row_number() numbers the paragraphs as the file has them in every run.
+SET max_parallel_workers_per_gather = 0;
 CREATE TABLE para_in (p text);
 \copy para_in FROM '$BENCH/data/paragraphs_en.txt' WITH (FORMAT csv, DELIMITER E'\x01', QUOTE E'\x02')
 CREATE TABLE para AS SELECT row_number() OVER () AS n, p FROM para_in WHERE char_length(p) BETWEEN 1 AND 400;

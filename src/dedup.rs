@@ -341,7 +341,17 @@ fn distributed_search(
             pgrx::spi::quote_identifier(crate::catalog::cstr_utf8(pg_sys::get_namespace_name(oid)))
         };
         let ext = schema(namespace);
-        let rel_schema = schema(unsafe { pg_sys::get_rel_namespace(relid) });
+        let rel_namespace = unsafe { pg_sys::get_rel_namespace(relid) };
+        let rel_schema = schema(rel_namespace);
+        // The bucket table is made in the table's schema: without CREATE there, the coordinator pairs.
+        let may_create = client
+            .select("SELECT has_schema_privilege($1, 'CREATE')", None, &[rel_namespace.into()])
+            .and_then(|t| t.first().get_one::<bool>())
+            .ok()
+            .flatten();
+        if may_create != Some(true) {
+            return None;
+        }
         // The bucket table lives beside the attached table for the length of this call.
         let buckets = format!("{rel_schema}.simhash_pairs_{}", unsafe { pg_sys::MyProcPid });
         let key_types: Vec<String> = client
