@@ -179,7 +179,7 @@ SQL
 done
 expect "the workers' bucket table is gone afterwards" \
     "$(qn "$COORDINATOR" -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'simhash\_pairs\_%'")" 0
-qn "$COORDINATOR" -c "CREATE ROLE pairs_reader" -c "GRANT SELECT ON articles TO pairs_reader" \
+qn "$COORDINATOR" -c "CREATE ROLE pairs_reader LOGIN" -c "GRANT SELECT ON articles TO pairs_reader" \
     -c "REVOKE CREATE ON SCHEMA public FROM PUBLIC" >/dev/null
 expect "a role without CREATE on the table's schema gets the coordinator's pairs (the same)" \
     "$(qn "$COORDINATOR" -c "SET ROLE pairs_reader" -c "SELECT count(*) FROM simhash_pairs('articles')")" \
