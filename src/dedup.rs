@@ -324,13 +324,20 @@ fn distributed_search(
     }
     Spi::connect_mut(|client| {
         let namespace = client
-            .select("SELECT e.extnamespace FROM pg_extension e WHERE e.extname = 'simhash_ext'", None, &[])
+            .select(
+                "SELECT e.extnamespace FROM pg_extension e WHERE e.extname = 'simhash_ext'",
+                None,
+                &[],
+            )
             .and_then(|t| t.first().get_one::<pg_sys::Oid>())
             .ok()
             .flatten()?;
         let table = Table::read(relid, text_column, namespace);
-        let hash_distributed = unsafe { crate::citus::distribution(relid) }.is_some_and(|d| d.hash_distributed());
-        let RowKey::Columns(columns) = &table.key else { return None };
+        let hash_distributed =
+            unsafe { crate::citus::distribution(relid) }.is_some_and(|d| d.hash_distributed());
+        let RowKey::Columns(columns) = &table.key else {
+            return None;
+        };
         if !hash_distributed || table.att.minhash().is_some() {
             return None;
         }
@@ -345,7 +352,11 @@ fn distributed_search(
         let rel_schema = schema(rel_namespace);
         // The bucket table is made in the table's schema: without CREATE there, the coordinator pairs.
         let may_create = client
-            .select("SELECT has_schema_privilege($1, 'CREATE')", None, &[rel_namespace.into()])
+            .select(
+                "SELECT has_schema_privilege($1, 'CREATE')",
+                None,
+                &[rel_namespace.into()],
+            )
             .and_then(|t| t.first().get_one::<bool>())
             .ok()
             .flatten();
@@ -365,9 +376,9 @@ fn distributed_search(
             .collect();
         let fp = pgrx::spi::quote_identifier(table.att.fingerprint_column());
         let run = |client: &mut pgrx::spi::SpiClient<'_>, sql: &str| {
-            client.update(sql, None, &[]).unwrap_or_else(|e| {
-                pgrx::error!("{what}: {e} (in {sql})")
-            });
+            client
+                .update(sql, None, &[])
+                .unwrap_or_else(|e| pgrx::error!("{what}: {e} (in {sql})"));
         };
         run(
             client,
@@ -390,7 +401,11 @@ fn distributed_search(
             ),
         );
         reporter.report(|| "pairing each bucket on its worker".into());
-        let order = columns.iter().map(|c| format!("r.{c}")).collect::<Vec<_>>().join(", ");
+        let order = columns
+            .iter()
+            .map(|c| format!("r.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
         let query = format!(
             "SELECT convert_to(g.keys[p.a], 'UTF8'), convert_to(g.keys[p.b], 'UTF8'), p.distance \
              FROM (SELECT r.lock_key, array_agg(r.fingerprint ORDER BY {order}) AS fps, array_agg(r.key ORDER BY {order}) AS keys \
@@ -410,7 +425,11 @@ fn distributed_search(
                     break;
                 }
                 for row in batch {
-                    pairs.push((utf8(&row, 1), utf8(&row, 2), row.get::<i32>(3).ok().flatten().unwrap_or(0)));
+                    pairs.push((
+                        utf8(&row, 1),
+                        utf8(&row, 2),
+                        row.get::<i32>(3).ok().flatten().unwrap_or(0),
+                    ));
                 }
                 let found = pairs.len();
                 reporter.report(|| format!("{found} pairs within distance {k} received from the workers"));
@@ -530,7 +549,8 @@ fn pairs(
 > {
     let mut reporter = Reporter::new("simhash_pairs");
     let relid = required(table_name);
-    if let Some(found) = distributed_search(relid, max_distance, threshold, text_column, false, &mut reporter) {
+    if let Some(found) = distributed_search(relid, max_distance, threshold, text_column, false, &mut reporter)
+    {
         return TableIterator::new(
             found
                 .pairs
@@ -538,13 +558,7 @@ fn pairs(
                 .map(|(a, b, d)| (ServerText(a), ServerText(b), Some(d), None)),
         );
     }
-    let mut rows = read_rows(
-        relid,
-        max_distance,
-        threshold,
-        text_column,
-        &mut reporter,
-    );
+    let mut rows = read_rows(relid, max_distance, threshold, text_column, &mut reporter);
     if let Some(signed) = rows.signed.take() {
         let pairs = signed.pairs(&mut reporter);
         let keys = rows.keys;
@@ -621,10 +635,14 @@ fn clusters(
 > {
     let mut reporter = Reporter::new("simhash_clusters");
     let relid = required(table_name);
-    if let Some(found) = distributed_search(relid, max_distance, threshold, text_column, true, &mut reporter) {
+    if let Some(found) = distributed_search(relid, max_distance, threshold, text_column, true, &mut reporter)
+    {
         let keys = found.keys;
-        let index: std::collections::HashMap<&str, u32> =
-            keys.iter().enumerate().map(|(i, k)| (k.as_str(), i as u32)).collect();
+        let index: std::collections::HashMap<&str, u32> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.as_str(), i as u32))
+            .collect();
         let mut clusters = simhash_core::pairs::Clusters::new(keys.len());
         for (a, b, _) in &found.pairs {
             if let (Some(&a), Some(&b)) = (index.get(a.as_str()), index.get(b.as_str())) {
@@ -635,13 +653,7 @@ fn clusters(
         drop(index);
         return cluster_table(keys, representative);
     }
-    let mut rows = read_rows(
-        relid,
-        max_distance,
-        threshold,
-        text_column,
-        &mut reporter,
-    );
+    let mut rows = read_rows(relid, max_distance, threshold, text_column, &mut reporter);
     let representative = match rows.signed.take() {
         Some(signed) => {
             // Rows without a signature are clusters of their own.

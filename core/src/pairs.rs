@@ -275,7 +275,12 @@ pub fn bucket_pairs(fps: &[u64], part: u32, k: u32, nbands: u32) -> Vec<(u32, u3
     let parts: Vec<Vec<u64>> = groups
         .distinct
         .iter()
-        .map(|&fp| crate::probe::registry_buckets(fp, k).into_iter().map(|(_, v)| v).collect())
+        .map(|&fp| {
+            crate::probe::registry_buckets(fp, k)
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect()
+        })
         .collect();
     let first_shared = |ga: usize, gb: usize| (0..parts[ga].len()).find(|&p| parts[ga][p] == parts[gb][p]);
     let mut out = Vec::new();
@@ -475,7 +480,11 @@ mod tests {
             }
         }
         let unique: BTreeSet<_> = found.iter().copied().collect();
-        assert_eq!(unique.len(), found.len(), "a pair came from two buckets at k = {k}");
+        assert_eq!(
+            unique.len(),
+            found.len(),
+            "a pair came from two buckets at k = {k}"
+        );
         assert_eq!(unique, brute(fps, k), "k = {k}");
     }
 
