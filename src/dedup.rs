@@ -202,6 +202,19 @@ impl Table {
     }
 }
 
+/// The schema simhash_ext is installed in.
+fn extension_namespace(client: &pgrx::spi::SpiClient<'_>) -> Option<pg_sys::Oid> {
+    client
+        .select(
+            "SELECT e.extnamespace FROM pg_extension e WHERE e.extname = 'simhash_ext'",
+            None,
+            &[],
+        )
+        .and_then(|t| t.first().get_one::<pg_sys::Oid>())
+        .ok()
+        .flatten()
+}
+
 fn read_rows(
     table: pg_sys::Oid,
     max_distance: Option<i32>,
@@ -210,16 +223,7 @@ fn read_rows(
     reporter: &mut Reporter,
 ) -> Rows {
     Spi::connect(|client| {
-        let namespace = client
-            .select(
-                "SELECT e.extnamespace FROM pg_extension e WHERE e.extname = 'simhash_ext'",
-                None,
-                &[],
-            )
-            .and_then(|t| t.first().get_one::<pg_sys::Oid>())
-            .ok()
-            .flatten()
-            .unwrap_or(pg_sys::Oid::INVALID);
+        let namespace = extension_namespace(client).unwrap_or(pg_sys::Oid::INVALID);
         // Raises the errors of a table (or column) that is not attached, or has several attached.
         let table = Table::read(table, text_column, namespace);
         if table.distributed && matches!(table.key, RowKey::Ctid { .. }) {
@@ -323,15 +327,7 @@ fn distributed_search(
         return None;
     }
     Spi::connect_mut(|client| {
-        let namespace = client
-            .select(
-                "SELECT e.extnamespace FROM pg_extension e WHERE e.extname = 'simhash_ext'",
-                None,
-                &[],
-            )
-            .and_then(|t| t.first().get_one::<pg_sys::Oid>())
-            .ok()
-            .flatten()?;
+        let namespace = extension_namespace(client)?;
         let table = Table::read(relid, text_column, namespace);
         let hash_distributed =
             unsafe { crate::citus::distribution(relid) }.is_some_and(|d| d.hash_distributed());
