@@ -18,37 +18,13 @@ PACKAGE=/tmp/simhash-citus-scale-pkg
 PRIVATE_PG=/tmp/simhash-citus-scale-pg
 PY=$BENCH/.venv/bin/python
 START=$SECONDS
-# shellcheck source=lib.sh
-source "$BENCH/lib.sh" # step, bench_prepare
-bench_prepare citus_scale "${BENCH_CS_SKIP_BUILD:-0}"
-export SIMHASH_PACKAGE=$PACKAGE
-# shellcheck source=../tests/citus/lib.sh
-source "$ROOT/tests/citus/lib.sh"
-citus_installed || {
-    echo "Citus is not installed for $PG_CONFIG"
-    exit 1
-}
-on_exit_stop_cluster
-step "cluster: a coordinator and two workers"
-start_cluster
+# shellcheck source=citus_lib.sh
+source "$BENCH/citus_lib.sh" # citus_bench_cluster, citus_bench_corpus, citus_bench_rows
+citus_bench_cluster
 step "rows: $ROWS"
-qn "$COORDINATOR" >/dev/null <<SQL
-SET max_parallel_workers_per_gather = 0;
-CREATE TABLE para_in (p text);
-\copy para_in FROM '$BENCH/data/paragraphs_en.txt' WITH (FORMAT csv, DELIMITER E'\x01', QUOTE E'\x02')
-CREATE TABLE para AS SELECT row_number() OVER () AS n, p FROM para_in WHERE char_length(p) BETWEEN 1 AND 400;
-ALTER TABLE para ADD PRIMARY KEY (n);
-SET citus.shard_count = 8;
-CREATE TABLE articles (site int, id bigint, body text, PRIMARY KEY (site, id));
-SELECT create_distributed_table('articles', 'site');
-SQL
-np=$(qn "$COORDINATOR" -c "SELECT count(*) FROM para")
-qn "$COORDINATOR" -c "INSERT INTO articles SELECT i % 12, i, a.p || ' ' || b.p || ' ' || c.p
-                      FROM generate_series(0, $ROWS - 1) i
-                      JOIN para a ON a.n = 1 + (hashint8(3 * i) & 2147483647) % $np
-                      JOIN para b ON b.n = 1 + (hashint8(3 * i + 1) & 2147483647) % $np
-                      JOIN para c ON c.n = 1 + (hashint8(3 * i + 2) & 2147483647) % $np" \
-    -c "SELECT simhash_attach('articles', 'body', max_distance => 7)" -c "VACUUM ANALYZE articles" >/dev/null
+citus_bench_corpus
+citus_bench_rows 0 "$ROWS"
+qn "$COORDINATOR" -c "SELECT simhash_attach('articles', 'body', max_distance => 7)" -c "VACUUM ANALYZE articles" >/dev/null
 
 # measure ON_WORKERS: "pairs seconds cpu_seconds peak_rss_mb" of one count(*) in a fresh session.
 measure_pairs() {

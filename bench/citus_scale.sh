@@ -23,19 +23,9 @@ PACKAGE=/tmp/simhash-citus-scale-pkg
 PRIVATE_PG=/tmp/simhash-citus-scale-pg
 PY=$BENCH/.venv/bin/python
 START=$SECONDS
-# shellcheck source=lib.sh
-source "$BENCH/lib.sh" # step, bench_prepare
-bench_prepare citus_scale "${BENCH_CS_SKIP_BUILD:-0}"
-export SIMHASH_PACKAGE=$PACKAGE
-# shellcheck source=../tests/citus/lib.sh
-source "$ROOT/tests/citus/lib.sh"
-citus_installed || {
-    echo "Citus is not installed for $PG_CONFIG"
-    exit 1
-}
-on_exit_stop_cluster
-step "cluster: a coordinator and two workers"
-start_cluster
+# shellcheck source=citus_lib.sh
+source "$BENCH/citus_lib.sh" # citus_bench_cluster, citus_bench_corpus, citus_bench_rows
+citus_bench_cluster
 for port in "${CITUS_PORTS[@]}"; do
     qn "$port" -c "ALTER SYSTEM SET shared_buffers = '2GB'" -c "ALTER SYSTEM SET max_wal_size = '2GB'" \
         -c "ALTER SYSTEM SET checkpoint_timeout = '30min'" -c "ALTER SYSTEM SET maintenance_work_mem = '512MB'" >/dev/null
@@ -44,19 +34,9 @@ for i in 0 1 2; do
     runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$CITUS_DIR/node$i/data" -l "$CITUS_DIR/node$i/server.log" -w restart -m fast >/dev/null
 done
 
-# The paragraphs (at most 400 characters, as bench/tables.py takes them) in a table on the
-# coordinator; row i is three of them picked by a hash of i, so every size holds the rows of the
-# smaller ones, and the inserted texts (i < 0) are new.
+# The rows (citus_bench_corpus); the inserted texts (i < 0) are new.
+citus_bench_corpus
 qn "$COORDINATOR" >/dev/null <<SQL
--- One scan in file order: row_number() numbers the paragraphs as the file has them in every run.
-SET max_parallel_workers_per_gather = 0;
-CREATE TABLE para_in (p text);
-\copy para_in FROM '$BENCH/data/paragraphs_en.txt' WITH (FORMAT csv, DELIMITER E'\x01', QUOTE E'\x02')
-CREATE TABLE para AS SELECT row_number() OVER () AS n, p FROM para_in WHERE char_length(p) BETWEEN 1 AND 400;
-ALTER TABLE para ADD PRIMARY KEY (n);
-SET citus.shard_count = 8;
-CREATE TABLE articles (site int, id bigint, body text, PRIMARY KEY (site, id));
-SELECT create_distributed_table('articles', 'site');
 -- The index entries a registry check of fingerprint fp reads: the rows in the probed values of
 -- each band (simhash_probes), as the check's UNION reads them.
 CREATE FUNCTION candidates(fp bigint) RETURNS bigint LANGUAGE plpgsql AS \$\$
@@ -71,14 +51,6 @@ BEGIN
   END LOOP;
   RETURN total;
 END
-\$\$;
-SQL
-np=$(qn "$COORDINATOR" -c "SELECT count(*) FROM para")
-qn "$COORDINATOR" >/dev/null <<SQL
-CREATE FUNCTION row_text(i bigint) RETURNS text LANGUAGE sql STABLE AS \$\$
-  SELECT a.p || ' ' || b.p || ' ' || c.p FROM para a, para b, para c
-  WHERE a.n = 1 + (hashint8(3 * i) & 2147483647) % $np AND b.n = 1 + (hashint8(3 * i + 1) & 2147483647) % $np
-    AND c.n = 1 + (hashint8(3 * i + 2) & 2147483647) % $np
 \$\$;
 SQL
 qn "$COORDINATOR" -c "SELECT format('INSERT INTO @T@ (site, id, body) VALUES (%s, %s, %L);', (-i) % 12, -i, row_text(-i))
@@ -104,12 +76,7 @@ sizes=()
 for n in $SIZES; do
     step "rows: $n"
     if ((n > rows)); then
-        # row_text(i), as one join.
-        qn "$COORDINATOR" -c "INSERT INTO articles SELECT i % 12, i, a.p || ' ' || b.p || ' ' || c.p
-                              FROM generate_series($rows, $n - 1) i
-                              JOIN para a ON a.n = 1 + (hashint8(3 * i) & 2147483647) % $np
-                              JOIN para b ON b.n = 1 + (hashint8(3 * i + 1) & 2147483647) % $np
-                              JOIN para c ON c.n = 1 + (hashint8(3 * i + 2) & 2147483647) % $np" >/dev/null
+        citus_bench_rows "$rows" "$n"
         rows=$n
     fi
     qn "$COORDINATOR" -c "VACUUM ANALYZE articles" >/dev/null
@@ -166,6 +133,6 @@ out=$ROOT/bench/results/citus_scale.md
     echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     printf '%s\n' "${table[@]}"
     echo
-    echo "Paragraphs in the pool: $np."
+    echo "Paragraphs in the pool: $NP."
 } >"$out"
 cat "$out"

@@ -202,6 +202,11 @@ impl Table {
     }
 }
 
+/// A key read as UTF-8 bytes (`convert_to(..., 'UTF8')`: pgrx reads `text` as UTF-8 only).
+fn utf8_key(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
+}
+
 /// The schema simhash_ext is installed in.
 fn extension_namespace(client: &pgrx::spi::SpiClient<'_>) -> Option<pg_sys::Oid> {
     client
@@ -273,10 +278,8 @@ fn read_rows(
                 break;
             }
             for row in batch {
-                let key = row.get::<Vec<u8>>(1).ok().flatten().unwrap_or_default();
-                rows.keys.push(
-                    String::from_utf8(key).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into()),
-                );
+                rows.keys
+                    .push(utf8_key(row.get::<Vec<u8>>(1).ok().flatten().unwrap_or_default()));
                 match &mut rows.signed {
                     Some(signed) => {
                         if let Some(bytes) = row.get::<&[u8]>(2).ok().flatten() {
@@ -323,18 +326,18 @@ fn distributed_search(
     with_keys: bool,
     reporter: &mut Reporter,
 ) -> Option<Distributed> {
-    if !DEDUP_ON_WORKERS.get() || unsafe { pg_sys::XactReadOnly } {
+    // Known from a cached catalog read: any other table is left to read_rows without more work.
+    let hash_distributed = unsafe { crate::citus::distribution(relid) }.is_some_and(|d| d.hash_distributed());
+    if !hash_distributed || !DEDUP_ON_WORKERS.get() || unsafe { pg_sys::XactReadOnly } {
         return None;
     }
     Spi::connect_mut(|client| {
         let namespace = extension_namespace(client)?;
         let table = Table::read(relid, text_column, namespace);
-        let hash_distributed =
-            unsafe { crate::citus::distribution(relid) }.is_some_and(|d| d.hash_distributed());
         let RowKey::Columns(columns) = &table.key else {
             return None;
         };
-        if !hash_distributed || table.att.minhash().is_some() {
+        if table.att.minhash().is_some() {
             return None;
         }
         check_method_options(reporter.what, &table, max_distance, threshold);
@@ -409,8 +412,7 @@ fn distributed_search(
              CROSS JOIN LATERAL simhash_internal.bucket_pairs(g.lock_key >> 8, g.fps, {k}) p"
         );
         let utf8 = |row: &pgrx::spi::SpiHeapTupleData, i: usize| {
-            let bytes = row.get::<Vec<u8>>(i).ok().flatten().unwrap_or_default();
-            String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
+            utf8_key(row.get::<Vec<u8>>(i).ok().flatten().unwrap_or_default())
         };
         let mut pairs = Vec::new();
         {
@@ -493,12 +495,8 @@ fn group_rows(rows: &Rows) -> Groups {
         .map(|&i| rows.fps[i as usize].unwrap_or(0))
         .collect();
     let groups = group_identical(&fps);
-    let mut rows_of_group: Vec<Vec<u32>> = vec![Vec::new(); groups.distinct.len()];
-    for (j, &g) in groups.group.iter().enumerate() {
-        rows_of_group[g as usize].push(with_fp[j]);
-    }
     Groups {
-        rows_of_group,
+        rows_of_group: groups.members(&with_fp),
         distinct: groups.distinct,
     }
 }

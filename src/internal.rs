@@ -267,10 +267,14 @@ mod simhash_internal {
         max_distance: i32,
     ) -> TableIterator<'static, (name!(a, i32), name!(b, i32), name!(distance, i32))> {
         let k = crate::attachment::check_max_distance(max_distance);
-        let fps: Vec<u64> = fingerprints.iter().map(|fp| fp.unwrap_or(0) as u64).collect();
         if fingerprints.iter().any(Option::is_none) || part < 0 || part as u32 > k {
-            pgrx::error!("simhash_internal.bucket_pairs: a bucket holds fingerprints and a part of the distance's parts");
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                "simhash_internal.bucket_pairs: a bucket holds fingerprints (no NULL) and part is one of the k + 1 parts"
+            );
         }
+        let fps: Vec<u64> = fingerprints.iter().map(|fp| fp.unwrap_or(0) as u64).collect();
         TableIterator::new(
             simhash_core::pairs::bucket_pairs(&fps, part as u32, k, 4)
                 .into_iter()

@@ -41,6 +41,18 @@ pub struct Groups {
     pub group: Vec<u32>,
 }
 
+impl Groups {
+    /// The inputs of each group: `members(&ids)[g]` lists `ids[i]` for every input `i` of group `g`,
+    /// in input order.
+    pub fn members(&self, ids: &[u32]) -> Vec<Vec<u32>> {
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); self.distinct.len()];
+        for (i, &g) in self.group.iter().enumerate() {
+            members[g as usize].push(ids[i]);
+        }
+        members
+    }
+}
+
 /// Collapses identical fingerprints, so that exact duplicates cost nothing in the pair search.
 pub fn group_identical(fps: &[u64]) -> Groups {
     let mut order: Vec<u32> = (0..fps.len() as u32).collect();
@@ -268,10 +280,7 @@ pub fn cluster_rows(
 /// one they share names the bucket). Identical fingerprints share part 0.
 pub fn bucket_pairs(fps: &[u64], part: u32, k: u32, nbands: u32) -> Vec<(u32, u32, u32)> {
     let groups = group_identical(fps);
-    let mut rows_of_group: Vec<Vec<u32>> = vec![Vec::new(); groups.distinct.len()];
-    for (i, &g) in groups.group.iter().enumerate() {
-        rows_of_group[g as usize].push(i as u32);
-    }
+    let rows_of_group = groups.members(&(0..fps.len() as u32).collect::<Vec<_>>());
     let parts: Vec<Vec<u64>> = groups
         .distinct
         .iter()
