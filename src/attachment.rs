@@ -560,12 +560,19 @@ impl Attachment {
         format!("{table}_{}_checked", self.text_column)
     }
 
-    /// The registry table of a registry attachment of `table` (unquoted).
+    /// The table of a registry attachment of `table` (unquoted) that is colocated with it and holds
+    /// one row per shard, through which the registry's check searches each shard
+    /// (`sql/src/registry.sql`).
+    pub fn shards_table(&self, table: &str) -> String {
+        format!("{table}_{}_shards", self.text_column)
+    }
+
+    /// The registry table of a registry attachment of `table` (unquoted), before 0.6.0.
     pub fn registry_table(&self, table: &str) -> String {
         format!("{table}_{}_registry", self.text_column)
     }
 
-    /// The registry's lock rows of a registry attachment of `table` (unquoted).
+    /// The registry's lock rows of a registry attachment of `table` (unquoted), before 0.6.0.
     pub fn lock_table(&self, table: &str) -> String {
         format!("{table}_{}_registry_locks", self.text_column)
     }

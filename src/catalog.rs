@@ -51,6 +51,15 @@ impl<K: std::hash::Hash + Eq, V: Clone> CatalogCache<K, V> {
     /// The value for `key`, computed by `compute` (which may raise an error: nothing is borrowed
     /// meanwhile) unless known from the current relcache generation.
     pub fn get_or_compute(&self, key: K, compute: impl FnOnce() -> V) -> V {
+        match self.get_or_find(key, || Some(compute())) {
+            Some(value) => value,
+            None => unreachable!("a computed value is always found"),
+        }
+    }
+
+    /// As [`Self::get_or_compute`], where `find` may find nothing: nothing found is not kept (it
+    /// may be there next time).
+    pub fn get_or_find(&self, key: K, find: impl FnOnce() -> Option<V>) -> Option<V> {
         let generation = relcache_generation();
         let known = self
             .0
@@ -58,13 +67,12 @@ impl<K: std::hash::Hash + Eq, V: Clone> CatalogCache<K, V> {
             .get(&key)
             .filter(|(g, _)| *g == generation)
             .map(|(_, v)| v.clone());
-        known.unwrap_or_else(|| {
-            let value = compute();
-            // Not kept if an invalidation arrived while it was computed.
+        known.or_else(|| {
+            let value = find()?;
             if relcache_generation() == generation {
                 self.0.borrow_mut().insert(key, (generation, value.clone()));
             }
-            value
+            Some(value)
         })
     }
 }
@@ -176,4 +184,34 @@ pub unsafe fn own_namespace(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
 /// `fcinfo` must be the call's.
 pub unsafe fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
     pgrx::spi::quote_identifier(cstr_utf8(pg_sys::get_namespace_name(own_namespace(fcinfo))))
+}
+
+thread_local! {
+    /// The extension's OID and schema, when read.
+    static EXTENSION_NAMESPACE: Cell<(pg_sys::Oid, pg_sys::Oid)> =
+        const { Cell::new((pg_sys::InvalidOid, pg_sys::InvalidOid)) };
+}
+
+/// The schema the extension was created in, for a function outside it (in `simhash_internal`).
+/// Read once per backend and extension: the extension is not relocatable.
+///
+/// # Safety
+/// Runs SPI: call where a query may run.
+pub unsafe fn extension_namespace() -> pg_sys::Oid {
+    let extension = pg_sys::get_extension_oid(c"simhash_ext".as_ptr(), false);
+    let (known, namespace) = EXTENSION_NAMESPACE.with(Cell::get);
+    if known == extension {
+        return namespace;
+    }
+    let found = crate::spi::connected(|| {
+        crate::spi::one_utf8(
+            "SELECT pg_catalog.convert_to(e.extnamespace::text, 'UTF8') FROM pg_catalog.pg_extension e WHERE e.oid = $1",
+            &[crate::spi::Arg::Oid(extension)],
+        )
+    });
+    let namespace = found
+        .and_then(|o| o.parse::<u32>().ok())
+        .map_or(pg_sys::InvalidOid, pg_sys::Oid::from);
+    EXTENSION_NAMESPACE.with(|n| n.set((extension, namespace)));
+    namespace
 }

@@ -123,3 +123,39 @@ fn simhash_registry_buckets(
             .map(|(key, value)| (key as i32, value as i64)),
     )
 }
+
+thread_local! {
+    static LOCAL_SHARDS: crate::catalog::CatalogCache<(pg_sys::Oid, i64), pg_sys::Oid> =
+        crate::catalog::CatalogCache::default();
+}
+
+/// The relation on this node of shard `shard_id` of the distributed table `relid`: Citus names it
+/// after the table and the shard id, in the table's schema. None when that shard is not the table's
+/// or its active placement is on another node (a placement a move left behind until Citus drops
+/// it holds rows of the past). Found relations are kept until a relcache invalidation, which Citus
+/// sends when a table's placements change.
+///
+/// # Safety
+/// Runs SPI: call where a query may run.
+pub unsafe fn local_shard(relid: pg_sys::Oid, shard_id: i64) -> Option<pg_sys::Oid> {
+    if !citus_installed() {
+        return None;
+    }
+    LOCAL_SHARDS.with(|cache| cache.get_or_find((relid, shard_id), || read_local_shard(relid, shard_id)))
+}
+
+unsafe fn read_local_shard(relid: pg_sys::Oid, shard_id: i64) -> Option<pg_sys::Oid> {
+    // shard_name() qualifies the name except in schema public.
+    let sql = format!(
+        "SELECT pg_catalog.convert_to(pg_catalog.to_regclass(\
+           CASE WHEN n.nspname = 'public' THEN 'public.' ELSE '' END || pg_catalog.shard_name(c.oid, {shard_id}))::oid::text, 'UTF8') \
+         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         WHERE c.oid = $1 \
+           AND EXISTS (SELECT FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid \
+                       WHERE s.shardid = {shard_id} AND s.logicalrelid = c.oid \
+                         AND p.groupid = (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))"
+    );
+    crate::spi::connected(|| crate::spi::one_utf8(&sql, &[crate::spi::Arg::Oid(relid)]))
+        .and_then(|oid| oid.parse::<u32>().ok())
+        .map(pg_sys::Oid::from)
+}

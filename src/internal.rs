@@ -229,6 +229,7 @@ mod simhash_internal {
             name!(registry_table, ServerText),
             name!(lock_table, ServerText),
             name!(checked_view, ServerText),
+            name!(shards_table, ServerText),
         ),
     > {
         let relname = unsafe { pg_sys::get_rel_name(table_name.0) };
@@ -245,6 +246,7 @@ mod simhash_internal {
             ServerText(att.registry_table(&table)),
             ServerText(att.lock_table(&table)),
             ServerText(att.checked_view(&table)),
+            ServerText(att.shards_table(&table)),
         ))
     }
 
@@ -280,6 +282,30 @@ mod simhash_internal {
                 .into_iter()
                 .map(|(a, b, d)| (a as i32 + 1, b as i32 + 1, d as i32)),
         )
+    }
+
+    /// The registry check of a Citus table in one of its shards, on the node that holds it:
+    /// the distance of the shard's row nearest to `fingerprint` within `max_distance`,
+    /// `max_distance` + 1 when none is that near, NULL when shard `shard` of `table_name` is not
+    /// here or is left to the coordinator's query (row-level security). The coordinator calls it
+    /// once per shard, through the table `<table>_<column>_shards` that is colocated with
+    /// `table_name` and holds one row per shard (docs/ARCHITECTURE.md §7.5).
+    #[pg_extern(stable, strict, name = "probe_shard")]
+    fn probe_shard(
+        shard: i64,
+        table_name: RegClass,
+        text_column: Text,
+        fingerprint: i64,
+        max_distance: i32,
+    ) -> Option<i32> {
+        let k = crate::attachment::check_max_distance(max_distance) as i32;
+        unsafe {
+            let relid = crate::citus::local_shard(table_name.0, shard)?;
+            match crate::search::probe_shard(relid, &text_column.to_utf8(), fingerprint as u64, k) {
+                crate::search::ShardProbe::Searched(nearest) => Some(nearest.map_or(k + 1, |d| d as i32)),
+                crate::search::ShardProbe::Declined => None,
+            }
+        }
     }
 
     /// Takes, on this node, the advisory locks a write of `fingerprint` into `table_name` takes on

@@ -21,7 +21,7 @@
 //!   the list; a new relfilenode drops it too.
 //!
 //! Anything unexpected (a page that is not a B-tree leaf where one must be, a layout other than
-//! `(integer) INCLUDE (bigint)`, an old B-tree version, posting lists) makes the caller use the
+//! `(integer) INCLUDE (bigint, ...)`, an old B-tree version, posting lists) makes the caller use the
 //! index scan instead, for the rest of the list's life. So do serializable transactions (their
 //! index reads must take predicate locks), hot standbys (their xmin does not hold back the
 //! primary's recycling), temporary tables, and `simhash.leaf_map = off`, which tests use to
@@ -605,7 +605,10 @@ unsafe extern "C-unwind" fn relcache_invalidated(_arg: pg_sys::Datum, relid: pg_
 
 /// Whether the index has the layout the band indexes of `simhash_attach()` have: one ascending
 /// integer key (integer_ops, nulls last) and an included bigint fingerprint, in a B-tree of
-/// version 4 without deduplication, in shared buffers (not temporary).
+/// version 4 without deduplication, in shared buffers (not temporary). Columns included after the
+/// fingerprint (a registry attachment's distribution column) are not read: they come after it in
+/// an entry, and a null among them leaves the key and fingerprint where they are (the null bitmap
+/// of an index entry has room for every column).
 ///
 /// # Safety
 /// `index` must be an open and locked index relation.
@@ -615,8 +618,8 @@ unsafe fn layout_ok(index: pg_sys::Relation) -> bool {
     if (*(*index).rd_rel).relam != pg_sys::BTREE_AM_OID
         || (*(*index).rd_rel).relpersistence as u8 == pg_sys::RELPERSISTENCE_TEMP
         || form.indnkeyatts != 1
-        || form.indnatts != 2
-        || (*desc).natts != 2
+        || form.indnatts < 2
+        || (*desc).natts != i32::from(form.indnatts)
         || *(*index).rd_opfamily != pg_sys::INTEGER_BTREE_FAM_OID
         || *(*index).rd_indoption != 0
     {

@@ -763,6 +763,42 @@ unsafe fn local_near_duplicates(
     found.into_iter().map(|(d, _, _, item)| (d, item)).collect()
 }
 
+/// What the registry check of a Citus table found in one shard (`simhash_internal.probe_shard`).
+pub enum ShardProbe {
+    /// The shard was searched: the distance of its nearest row within k, if any.
+    Searched(Option<u32>),
+    /// Not searched here (row-level security applies to the caller): the coordinator searches
+    /// the shards with a query.
+    Declined,
+}
+
+/// Searches shard `relid` of a Citus table (its own attachment of `text_column`) for the row
+/// nearest to `query` within `k`, as a lookup on one node does, with the statement's snapshot and
+/// the caller's privileges.
+///
+/// # Safety
+/// Call where a query may run.
+pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: i32) -> ShardProbe {
+    let heap = open_table(relid);
+    let acl = pg_sys::pg_class_aclcheck(relid, pg_sys::GetUserId(), pg_sys::ACL_SELECT as pg_sys::AclMode);
+    if acl != pg_sys::AclResult::ACLCHECK_OK {
+        pg_sys::aclcheck_error(acl, pg_sys::ObjectType::OBJECT_TABLE, pg_sys::get_rel_name(relid));
+    }
+    if pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, false)
+        == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
+    {
+        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+        return ShardProbe::Declined;
+    }
+    let att = crate::attachment::find(heap, Some(text_column), crate::catalog::extension_namespace());
+    // Nearest first.
+    let nearest = local_near_duplicates(heap, &att, query, k)
+        .first()
+        .map(|(d, _)| *d);
+    pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+    ShardProbe::Searched(nearest)
+}
+
 /// The near-duplicates of `query` in a Citus table, whose rows are on the shards: the query of
 /// `simhash_near_duplicates_sql()`, which Citus runs on every shard (the band indexes there serve
 /// the probes), nearest first and then in key order.

@@ -173,6 +173,10 @@ BEGIN
       RAISE EXCEPTION 'simhash_attach: registry => true needs a primary key on "%"', table_name
         USING ERRCODE = '0A000', HINT = 'A rejection names the near-duplicate it found by its key.';
     END IF;
+    IF to_regclass(format('%I.%I', rel_schema, names.shards_table)) IS NOT NULL THEN
+      RAISE EXCEPTION 'simhash_attach: relation "%" already exists', names.shards_table
+        USING ERRCODE = '42P07', HINT = 'registry => true makes a table of that name: rename or drop that one.';
+    END IF;
   END IF;
 
   -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
@@ -254,6 +258,7 @@ BEGIN
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
     -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
     PERFORM simhash_internal.registry_view(table_name, text_column);
+    PERFORM simhash_internal.registry_shards(table_name, text_column);
   END IF;
   IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition AND dist_method IS NULL AND scope IS NULL
      AND NOT registry AND NOT minhash THEN
@@ -309,6 +314,7 @@ DECLARE
   rel_schema name;
   ddl_propagation text;
   dropped text;
+  shards_table regclass;
 BEGIN
   IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
                                         AND t.tgparentid <> 0) THEN
@@ -321,8 +327,8 @@ BEGIN
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
   END IF;
   IF att.registry THEN
-    -- The view that writes go through, named after the table and column, and the registry tables
-    -- of an attachment made before 0.6.0 whose update left them.
+    -- The view that writes go through, named after the table and column, the registry tables
+    -- of an attachment made before 0.6.0 whose update left them, and the table of shards.
     SELECT n.nspname INTO rel_schema
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
     ddl_propagation := current_setting('citus.enable_ddl_propagation');
@@ -330,6 +336,10 @@ BEGIN
     EXECUTE format('DROP VIEW IF EXISTS %I.%I', rel_schema, names.checked_view);
     PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
     EXECUTE format('DROP TABLE IF EXISTS %I.%I, %I.%I', rel_schema, names.lock_table, rel_schema, names.registry_table);
+    shards_table := to_regclass(format('%I.%I', rel_schema, names.shards_table));
+    IF obj_description(shards_table, 'pg_class') LIKE 'simhash_ext: one row per shard of %' THEN
+      EXECUTE format('DROP TABLE %s', shards_table);
+    END IF;
   END IF;
   -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
   EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);

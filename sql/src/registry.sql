@@ -27,6 +27,11 @@ DECLARE
   flag_type text;
   short boolean;
   pool_size text;
+  shards_table regclass;
+  shard_ids bigint[];
+  searched_ids bigint[];
+  searched boolean := false;
+  shard record;
 BEGIN
   SELECT * INTO names FROM simhash_internal.object_names(base, text_column);
   EXECUTE format('SELECT @extschema@.simhash(($1).%I, %L, %s, %L, %L, %L)', text_column, att.tokenizer, att.shingle,
@@ -53,25 +58,50 @@ BEGIN
     -- passes: a near-duplicate writer holding one of them has finished on every worker (Citus
     -- commits the workers before the coordinator releases its locks) when this one is granted.
     PERFORM simhash_internal.lock_near_duplicates(base, fp, k);
-    -- The probes of a lookup, one index-only scan of a band index per band, on every shard in one
-    -- round (with the distribution column in each branch, Citus runs the UNION on each shard).
-    SELECT d.distribution_column INTO dist_column FROM simhash_internal.distribution(base) d;
-    SELECT string_agg(format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE s.%4$I = ANY (%5$L::int[]) '
-                             'AND @extschema@.hamming(s.%2$I, %6$s) <= %7$s',
-                             dist_column, att.fingerprint_column, base, att.band_columns[p.band + 1], p.probe_values, fp, k),
-                      ' UNION ALL ' ORDER BY p.band)
-    INTO probe FROM @extschema@.simhash_probes(fp, k, nbands) p;
-    IF probe IS NULL THEN
-      -- Too far for the bands to pay (simhash_probes plans a scan): every fingerprint is compared.
-      probe := format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE @extschema@.hamming(s.%2$I, %4$s) <= %5$s',
-                      dist_column, att.fingerprint_column, base, fp, k);
-    END IF;
     -- One connection per worker: the shards' tasks are short, and a connection opened for this
     -- statement alone would cost more than they do (a Citus setting, put back right after).
     pool_size := current_setting('citus.max_adaptive_executor_pool_size');
     PERFORM set_config('citus.max_adaptive_executor_pool_size', '1', true);
-    EXECUTE format('SELECT @extschema@.hamming(m.fp, %s) AS distance FROM (%s) m ORDER BY distance LIMIT 1', fp, probe)
-      INTO found_distance;
+    -- Each shard searched by simhash_internal.probe_shard() on its node, as a lookup searches one
+    -- table: one call per row of <table>_<column>_shards, which is colocated with the table, so
+    -- Citus runs each call in the connection that wrote that shard in this transaction. It counts
+    -- only if every shard of the table answered (after a split, or with that table gone, the
+    -- query below searches instead).
+    shards_table := to_regclass(format('%I.%I', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                                                  WHERE c.oid = base), names.shards_table));
+    IF shards_table IS NOT NULL THEN
+      EXECUTE format('SELECT array_agg(s.shardid) FROM pg_dist_shard s WHERE s.logicalrelid = %s', base::oid)
+        INTO shard_ids;
+      searched_ids := '{}';
+      FOR shard IN EXECUTE format('SELECT a.shard, simhash_internal.probe_shard(a.shard, %L::regclass, %L, %s, %s) AS distance FROM %s a',
+                                  base, text_column, fp, k, shards_table) LOOP
+        CONTINUE WHEN shard.distance IS NULL OR NOT shard.shard = ANY (shard_ids) OR shard.shard = ANY (searched_ids);
+        searched_ids := searched_ids || shard.shard;
+        IF shard.distance <= k AND shard.distance < coalesce(found_distance, k + 1) THEN
+          found_distance := shard.distance;
+        END IF;
+      END LOOP;
+      searched := cardinality(searched_ids) = cardinality(shard_ids);
+    END IF;
+    IF NOT searched OR found_distance IS NOT NULL THEN
+      -- The probes of a lookup, one index-only scan of a band index per band, on every shard in one
+      -- round (with the distribution column in each branch, Citus runs the UNION on each shard).
+      SELECT d.distribution_column INTO dist_column FROM simhash_internal.distribution(base) d;
+      SELECT string_agg(format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE s.%4$I = ANY (%5$L::int[]) '
+                               'AND @extschema@.hamming(s.%2$I, %6$s) <= %7$s',
+                               dist_column, att.fingerprint_column, base, att.band_columns[p.band + 1], p.probe_values, fp, k),
+                        ' UNION ALL ' ORDER BY p.band)
+      INTO probe FROM @extschema@.simhash_probes(fp, k, nbands) p;
+      IF probe IS NULL THEN
+        -- Too far for the bands to pay (simhash_probes plans a scan): every fingerprint is compared.
+        probe := format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE @extschema@.hamming(s.%2$I, %4$s) <= %5$s',
+                        dist_column, att.fingerprint_column, base, fp, k);
+      END IF;
+    END IF;
+    IF NOT searched THEN
+      EXECUTE format('SELECT @extschema@.hamming(m.fp, %s) AS distance FROM (%s) m ORDER BY distance LIMIT 1', fp, probe)
+        INTO found_distance;
+    END IF;
     PERFORM set_config('citus.max_adaptive_executor_pool_size', pool_size, true);
     IF found_distance IS NOT NULL THEN
       -- The nearest rows' keys (in key order on ties), read only when there is one.
@@ -113,6 +143,81 @@ END
 $$;
 COMMENT ON FUNCTION simhash_internal.registry_insert() IS
   'The INSTEAD OF INSERT trigger of the view of a distributed table attached with registry => true';
+
+-- Makes the table <table>_<column>_shards of a registry attachment, or fills it again: one row per
+-- shard of the table, colocated with it, holding the shard's id and a value of the distribution
+-- column that Citus places in that shard. The check of a write through the view calls
+-- simhash_internal.probe_shard() once per row, in one query that Citus sends to each shard of this
+-- table: each call searches the table's shard on the node that holds it, in the connection that
+-- wrote to it in this transaction (docs/ARCHITECTURE.md §7.5). simhash_attach() calls it. After a
+-- shard split or a new shard count, and for attachments made before 0.7.0, the check searches
+-- the shards with a query of its own (as exact, slower) until this is called again. Returns
+-- whether the table covers every shard.
+CREATE FUNCTION simhash_internal.registry_shards(table_name regclass, text_column name)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  names record;
+  dist_column name;
+  dist_type text;
+  shards_table text;
+  existing regclass;
+  shard_count int;
+  anchor_values text[];
+  anchor_shards bigint[];
+BEGIN
+  IF NOT att.registry THEN
+    RAISE EXCEPTION 'column "%" of "%" is not attached with registry => true', text_column, table_name
+      USING ERRCODE = '0A000';
+  END IF;
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  SELECT d.distribution_column INTO dist_column FROM simhash_internal.distribution(table_name) d;
+  SELECT format_type(a.atttypid, a.atttypmod) INTO dist_type FROM pg_attribute a
+  WHERE a.attrelid = table_name AND a.attname = dist_column AND NOT a.attisdropped;
+  shards_table := format('%I.%I', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                                   WHERE c.oid = table_name), names.shards_table);
+  EXECUTE format('SELECT count(*) FROM pg_dist_shard s WHERE s.logicalrelid = %s', table_name::oid) INTO shard_count;
+  -- A value of each shard, from the first integers (as text for other types; uuids from their md5):
+  -- Citus hashes them uniformly, so a hundred per shard reach every shard.
+  BEGIN
+    EXECUTE format('SELECT array_agg(v::text ORDER BY s), array_agg(s ORDER BY s) '
+                   'FROM (SELECT DISTINCT ON (s) v, s FROM (SELECT v, pg_catalog.get_shard_id_for_distribution_column(%L, v) AS s '
+                   'FROM (SELECT %s AS v FROM generate_series(0, %s) g) x) y ORDER BY s, v) z',
+                   table_name, CASE WHEN dist_type = 'uuid' THEN 'md5(g::text)::uuid' ELSE format('g::text::%s', dist_type) END,
+                   greatest(10000, 100 * shard_count))
+      INTO anchor_values, anchor_shards;
+  EXCEPTION WHEN data_exception OR cannot_coerce THEN
+    anchor_values := NULL;
+  END;
+  existing := to_regclass(shards_table);
+  IF existing IS NOT NULL THEN
+    IF obj_description(existing, 'pg_class') NOT LIKE 'simhash_ext: one row per shard of %' THEN
+      RAISE EXCEPTION 'relation "%" already exists', names.shards_table
+        USING ERRCODE = '42P07', HINT = 'A registry attachment of this column makes a table of that name: rename or drop that one.';
+    END IF;
+    EXECUTE format('DROP TABLE %s', existing);
+  END IF;
+  IF cardinality(anchor_values) IS DISTINCT FROM shard_count THEN
+    RETURN false;
+  END IF;
+  EXECUTE format('CREATE TABLE %s (%I %s NOT NULL, shard bigint NOT NULL)', shards_table, dist_column, dist_type);
+  EXECUTE format('COMMENT ON TABLE %s IS %L', shards_table,
+                 format('simhash_ext: one row per shard of %s, for the near-duplicate check of column %I '
+                        '(simhash_attach makes it, simhash_detach drops it)', table_name, text_column));
+  EXECUTE format('SELECT pg_catalog.create_distributed_table(%L, %L, colocate_with => %L)',
+                 shards_table, dist_column, table_name);
+  EXECUTE format('INSERT INTO %s SELECT v::%s, s FROM unnest(%L::text[], %L::bigint[]) u(v, s)',
+                 shards_table, dist_type, anchor_values, anchor_shards);
+  -- Every writer through the view reads it; it holds nothing but shard ids.
+  EXECUTE format('GRANT SELECT ON %s TO PUBLIC', shards_table);
+  RETURN true;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_shards(regclass, name) IS
+  'Makes the table of one row per shard that the check of a registry attachment searches the shards through';
 
 -- The default of <col>_registered on a table attached with registry => true. A write to the table
 -- itself that gives that column no value (an INSERT, or a COPY with a column list) gets this
