@@ -68,6 +68,7 @@ DECLARE
   shard_ids bigint[];
   searched_ids bigint[];
   searched boolean := false;
+  shard record;
 BEGIN
   SELECT * INTO names FROM simhash_internal.object_names(base, text_column);
   EXECUTE format('SELECT @extschema@.simhash(($1).%I, %L, %s, %L, %L, %L)', text_column, att.tokenizer, att.shingle,
@@ -108,13 +109,16 @@ BEGIN
     IF shards_table IS NOT NULL THEN
       EXECUTE format('SELECT array_agg(s.shardid) FROM pg_dist_shard s WHERE s.logicalrelid = %s', base::oid)
         INTO shard_ids;
-      EXECUTE format('SELECT array_agg(DISTINCT a.shard), min(a.distance) '
-                     'FROM (SELECT a.shard, simhash_internal.probe_shard(a.shard, %L::regclass, %L, %s, %s) AS distance FROM %s a) a '
-                     'WHERE a.distance IS NOT NULL AND a.shard = ANY (%L::bigint[])',
-                     base, text_column, fp, k, shards_table, shard_ids)
-        INTO searched_ids, found_distance;
+      searched_ids := '{}';
+      FOR shard IN EXECUTE format('SELECT a.shard, simhash_internal.probe_shard(a.shard, %L::regclass, %L, %s, %s) AS distance FROM %s a',
+                                  base, text_column, fp, k, shards_table) LOOP
+        CONTINUE WHEN shard.distance IS NULL OR NOT shard.shard = ANY (shard_ids) OR shard.shard = ANY (searched_ids);
+        searched_ids := searched_ids || shard.shard;
+        IF shard.distance <= k AND shard.distance < coalesce(found_distance, k + 1) THEN
+          found_distance := shard.distance;
+        END IF;
+      END LOOP;
       searched := cardinality(searched_ids) = cardinality(shard_ids);
-      found_distance := CASE WHEN found_distance <= k THEN found_distance END;
     END IF;
     IF NOT searched OR found_distance IS NOT NULL THEN
       -- The probes of a lookup, one index-only scan of a band index per band, on every shard in one

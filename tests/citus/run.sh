@@ -325,6 +325,42 @@ expect "a near-duplicate of a deleted row goes in (the table is the registry: no
         -c "INSERT INTO feed_body_checked (site, body) VALUES (9, 'A quiet week in the valley: cranes return to the wetlands as spring arrives!')" \
         -c "SELECT count(*) FROM feed WHERE body LIKE 'A quiet week%'")" 1
 
+# The check searches each shard with simhash_internal.probe_shard(), one call per row of the table
+# of shards, which is colocated with feed: Citus runs each call in the connection that wrote that
+# shard in the transaction.
+shard_list=$(qn "$COORDINATOR" -c "SELECT string_agg(shardid::text, ',' ORDER BY shardid) FROM pg_dist_shard WHERE logicalrelid = 'feed'::regclass")
+expect "the table of shards: one row per shard of feed ..." \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg(shard::text, ',' ORDER BY shard) FROM feed_body_shards")" "$shard_list"
+expect "... colocated with it" \
+    "$(qn "$COORDINATOR" -c "SELECT count(DISTINCT colocationid) FROM pg_dist_partition WHERE logicalrelid IN ('feed'::regclass, 'feed_body_shards'::regclass)")" 1
+remote_probe() { # SQL: the probe_shard calls and UNION queries Citus sends for one insert through the view
+    "$PSQL" -X -q -h /tmp -p "$COORDINATOR" -U postgres -d "$DB" -c "SET client_min_messages = log" \
+        -c "SET citus.log_remote_commands = on" -c "$1" 2>&1 |
+        awk '/issuing/ && /probe_shard/ { p++ } /issuing/ && /UNION ALL/ { u++ } END { printf "%d|%d\n", p, u }'
+}
+expect "a write through the view asks each of the 8 shards once (probe_shard), without the UNION query" \
+    "$(remote_probe "INSERT INTO feed_body_checked (site, body) VALUES (10, 'Harvest festival draws record crowds to the old mill despite the steady rain.')")" "8|0"
+expect "a near-duplicate written earlier in the same transaction is rejected, after a parallel query opened more connections" \
+    "$(sqlstate "$DB" "BEGIN; SET LOCAL citus.force_max_query_parallelization = on; SELECT count(*) FROM feed;
+                       INSERT INTO feed_body_checked (site, body) VALUES (3, 'The ferry timetable changes on Monday as the winter schedule begins across the bay.');
+                       INSERT INTO feed_body_checked (site, body) VALUES (4, 'The ferry timetable changes on Monday as the winter schedule begins across the bay!');
+                       COMMIT")" 23505
+expect "a near-duplicate of a row deleted earlier in the same transaction goes in" \
+    "$(qn "$COORDINATOR" -c "BEGIN" -c "SET LOCAL citus.force_max_query_parallelization = on" -c "SELECT count(*) FROM feed" \
+        -c "INSERT INTO feed_body_checked (site, body) VALUES (3, 'Librarians catalogued a donated collection of maps that once belonged to a sea captain.')" \
+        -c "DELETE FROM feed WHERE site = 3 AND body LIKE 'Librarians catalogued%'" \
+        -c "INSERT INTO feed_body_checked (site, body) VALUES (5, 'Librarians catalogued a donated collection of maps that once belonged to a sea captain!')" \
+        -c "COMMIT" -c "SELECT site FROM feed WHERE body LIKE 'Librarians catalogued%'" | tail -1)" 5
+# With a shard missing from the table of shards (as after a shard split), the check searches with
+# the UNION query; registry_shards() makes the table again.
+qn "$COORDINATOR" -c "DELETE FROM feed_body_shards WHERE shard = (SELECT get_shard_id_for_distribution_column('feed', 10))" >/dev/null
+expect "with a shard missing from the table of shards, the check searches with its own query (the UNION on each of the 8 shards)" \
+    "$(remote_probe "INSERT INTO feed_body_checked (site, body) VALUES (11, 'Astronomers at the hill observatory tracked a comet that will pass close to the sun in May.')")" "8|8"
+expect "... and still rejects a near-duplicate of a row in that shard (23505)" \
+    "$(sqlstate "$DB" "INSERT INTO feed_body_checked (site, body) VALUES (1, 'Harvest festival draws record crowds to the old mill despite the steady rain!')")" 23505
+expect "simhash_internal.registry_shards() makes the table of shards again: one row per shard, the one query back" \
+    "$(qn "$COORDINATOR" -c "SELECT simhash_internal.registry_shards('feed', 'body')" -c "SELECT string_agg(shard::text, ',' ORDER BY shard) = '$shard_list' FROM feed_body_shards" | tr '\n' '|')$(remote_probe "INSERT INTO feed_body_checked (site, body) VALUES (2, 'Fishermen report the largest herring run in a decade along the northern coast this spring.')")" "t|t|8|0"
+
 # Concurrent writers through the view, each into its own site (sites live on different shards
 # and workers): exactly one copy of each text may commit in the whole table, none of a text that
 # has a near-duplicate there already.
@@ -357,7 +393,7 @@ expect "no two rows written through the registry are near-duplicates" \
                              WHERE p.key_a IN (SELECT ROW(site, id)::text FROM feed WHERE id > 400)
                                 OR p.key_b IN (SELECT ROW(site, id)::text FROM feed WHERE id > 400)")" 0
 qn "$COORDINATOR" -c "SELECT simhash_detach('feed')" >/dev/null
-expect "simhash_detach drops the view, the registry and its lock rows" \
+expect "simhash_detach drops the view and the table of shards (and the registry tables of older versions)" \
     "$(qn "$COORDINATOR" -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'feed\_body\_%'")" 0
 qn "$COORDINATOR" >/dev/null <<'SQL'
 CREATE TABLE flagged (site int, id bigint, body text, PRIMARY KEY (site, id));
@@ -792,6 +828,9 @@ expect "a new text through the old view goes in, registered; 0.3.0's registry ta
                              VALUES (6, 6, 'A quiet week in the valley: cranes return to the wetlands as spring arrives.')" \
         -c "SELECT (SELECT body_registered = simhash(body) AND body_simhash = simhash(body) FROM upgraded WHERE site = 6 AND id = 6)
                    || '|' || (SELECT count(*) FROM upgraded_body_registry WHERE row_key = '6, 6')")" "true|0"
+expect "simhash_internal.registry_shards() gives the updated attachment its table of shards; a near-duplicate is still rejected" \
+    "$(qu "$COORDINATOR" -c "SELECT simhash_internal.registry_shards('upgraded', 'body')")|$(sqlstate "$UP_DB" "INSERT INTO upgraded_body_checked (site, id, body)
+                          VALUES (5, 55, 'Volunteers hauled half a ton of trash from the beach at Sandy Point on Saturday!')")" "t|23505"
 copy_rows=$'7\t7\tThe harbour master closed the port for a day as the gale came in from the north.'
 expect "COPY into the table itself is refused on the coordinator (0A000)" \
     "$(sqlstate "$UP_DB" "COPY upgraded (site, id, body) FROM STDIN" <<<"$copy_rows")" 0A000
@@ -824,7 +863,7 @@ expect "... and an INSERT through it writes the new column, and still checks (23
     "fr
 23505"
 qu "$COORDINATOR" -c "SELECT simhash_detach('upgraded')" >/dev/null
-expect "simhash_detach removes the view, the registry and its lock rows" \
+expect "simhash_detach removes the view, the table of shards, the registry and its lock rows" \
     "$(qu "$COORDINATOR" -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'upgraded\_body\_%'")" 0
 expect "... and the columns and triggers, from the table and every shard" \
     "$(qu "$COORDINATOR" -c "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'upgraded'::regclass AND attnum > 0 AND NOT attisdropped" \
