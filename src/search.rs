@@ -792,7 +792,8 @@ pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: 
     }
     let att = crate::attachment::find(heap, Some(text_column), crate::catalog::extension_namespace());
     // Nearest first.
-    let nearest = local_near_duplicates(heap, &att, query, k)
+    // Four bands of many probe values each, in a transaction of its own: the leaf lists at once.
+    let nearest = crate::leafmap::eager(|| local_near_duplicates(heap, &att, query, k))
         .first()
         .map(|(d, _)| *d);
     pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);

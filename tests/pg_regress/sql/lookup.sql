@@ -139,4 +139,36 @@ SELECT count(*) AS rows, count(l.body_duplicate_of) AS flagged,
        count(*) FILTER (WHERE l.body_duplicate_of IS DISTINCT FROM s.body_duplicate_of) AS differ
 FROM flag_lists l JOIN flag_scans s USING (id);
 DROP TABLE flag_lists, flag_scans;
+-- Band indexes that include a column after the fingerprint (a Citus registry attachment's include
+-- the distribution column) are read through leaf lists too, nulls in that column included: the
+-- same rows as index scans, in one transaction each (its xmin keeps its lists).
+CREATE TABLE wide (id int PRIMARY KEY, body text, tag text);
+INSERT INTO wide SELECT id, body, CASE WHEN id % 3 = 0 THEN NULL ELSE 'tag ' || id END FROM big WHERE id <= 40000;
+SELECT simhash_attach('wide', 'body', max_distance => 8);
+DO $$
+DECLARE b int;
+BEGIN
+  FOR b IN 0 .. 3 LOOP
+    EXECUTE format('DROP INDEX %I', (SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_attribute a
+                                     ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                                     WHERE i.indrelid = 'wide'::regclass AND a.attname = 'body_band' || b));
+    EXECUTE format('CREATE INDEX ON wide (body_band%s) INCLUDE (body_simhash, tag)', b);
+  END LOOP;
+END $$;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+CREATE TEMP TABLE found_wide AS
+SELECT k, q.src, q.flips, (n.item).id, n.distance
+FROM generate_series(0, 8) k, queries q, simhash_near_duplicates(NULL::wide, q.fp, max_distance => k) n;
+COMMIT;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SET LOCAL simhash.leaf_map = off;
+CREATE TEMP TABLE found_wide_scan AS
+SELECT k, q.src, q.flips, (n.item).id, n.distance
+FROM generate_series(0, 8) k, queries q, simhash_near_duplicates(NULL::wide, q.fp, max_distance => k) n;
+COMMIT;
+SELECT (SELECT count(*) FROM found_wide) AS leaf_lists, (SELECT count(*) FROM found_wide_scan) AS index_scans,
+       (SELECT count(*) FROM found_wide WHERE k = 8) = (SELECT count(*) FROM brute WHERE id <= 40000 AND distance <= 8) AS all_found_at_8,
+       (SELECT count(*) FROM (SELECT * FROM found_wide EXCEPT SELECT * FROM found_wide_scan) x) AS only_leaf_lists,
+       (SELECT count(*) FROM (SELECT * FROM found_wide_scan EXCEPT SELECT * FROM found_wide) x) AS only_index_scans;
+DROP TABLE wide;
 DROP TABLE big;
