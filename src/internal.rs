@@ -287,9 +287,9 @@ mod simhash_internal {
     /// The registry check of a Citus table in one of its shards, on the node that holds it:
     /// the distance of the shard's row nearest to `fingerprint` within `max_distance`,
     /// `max_distance` + 1 when none is that near, NULL when shard `shard` of `table_name` is not
-    /// here or is left to the coordinator's query (row-level security). The coordinator calls it
-    /// once per shard, through the table `<table>_<column>_shards` that is colocated with
-    /// `table_name` and holds one row per shard (docs/ARCHITECTURE.md §7.5).
+    /// here or is left to the coordinator's query (row-level security, a MinHash attachment).
+    /// The coordinator calls it once per shard, through the table `<table>_<column>_shards` that
+    /// is colocated with `table_name` and holds one row per shard (docs/ARCHITECTURE.md §7.5).
     #[pg_extern(stable, strict, name = "probe_shard")]
     fn probe_shard(
         shard: i64,

@@ -767,8 +767,8 @@ unsafe fn local_near_duplicates(
 pub enum ShardProbe {
     /// The shard was searched: the distance of its nearest row within k, if any.
     Searched(Option<u32>),
-    /// Not searched here (row-level security applies to the caller): the coordinator searches
-    /// the shards with a query.
+    /// Not searched here (row-level security applies to the caller, or the column has a MinHash
+    /// attachment): the coordinator searches the shards with a query.
     Declined,
 }
 
@@ -791,6 +791,11 @@ pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: 
         return ShardProbe::Declined;
     }
     let att = crate::attachment::find(heap, Some(text_column), crate::catalog::extension_namespace());
+    if att.minhash().is_some() {
+        // A registry is SimHash's alone (attach refuses MinHash): nothing to say about a signature.
+        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+        return ShardProbe::Declined;
+    }
     // Nearest first.
     // Four bands of many probe values each, in a transaction of its own: the leaf lists at once.
     let nearest = crate::leafmap::eager(|| local_near_duplicates(heap, &att, query, k))
