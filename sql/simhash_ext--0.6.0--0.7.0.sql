@@ -118,7 +118,8 @@ BEGIN
           found_distance := shard.distance;
         END IF;
       END LOOP;
-      searched := cardinality(searched_ids) = cardinality(shard_ids);
+      -- (No shards known for the table, as after undistribute_table: the query below searches.)
+      searched := coalesce(cardinality(searched_ids) = cardinality(shard_ids), false);
     END IF;
     IF NOT searched OR found_distance IS NOT NULL THEN
       -- The probes of a lookup, one index-only scan of a band index per band, on every shard in one
