@@ -192,8 +192,9 @@ thread_local! {
         const { Cell::new((pg_sys::InvalidOid, pg_sys::InvalidOid)) };
 }
 
-/// The schema the extension was created in, for a function outside it (in `simhash_internal`).
-/// Read once per backend and extension: the extension is not relocatable.
+/// The schema the extension was created in, for a function that does not live in it (in
+/// `simhash_internal`, or a `#[pg_extern]` without its call's `fcinfo`). Read once per backend and
+/// extension: the extension is not relocatable.
 ///
 /// # Safety
 /// Runs SPI: call where a query may run.

@@ -207,19 +207,6 @@ fn utf8_key(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
 }
 
-/// The schema simhash_ext is installed in.
-fn extension_namespace(client: &pgrx::spi::SpiClient<'_>) -> Option<pg_sys::Oid> {
-    client
-        .select(
-            "SELECT e.extnamespace FROM pg_extension e WHERE e.extname = 'simhash_ext'",
-            None,
-            &[],
-        )
-        .and_then(|t| t.first().get_one::<pg_sys::Oid>())
-        .ok()
-        .flatten()
-}
-
 fn read_rows(
     table: pg_sys::Oid,
     max_distance: Option<i32>,
@@ -227,8 +214,8 @@ fn read_rows(
     text_column: Option<&str>,
     reporter: &mut Reporter,
 ) -> Rows {
+    let namespace = unsafe { crate::catalog::extension_namespace() };
     Spi::connect(|client| {
-        let namespace = extension_namespace(client).unwrap_or(pg_sys::Oid::INVALID);
         // Raises the errors of a table (or column) that is not attached, or has several attached.
         let table = Table::read(table, text_column, namespace);
         if table.distributed && matches!(table.key, RowKey::Ctid { .. }) {
@@ -331,8 +318,8 @@ fn distributed_search(
     if !hash_distributed || !DEDUP_ON_WORKERS.get() || unsafe { pg_sys::XactReadOnly } {
         return None;
     }
+    let namespace = unsafe { crate::catalog::extension_namespace() };
     Spi::connect_mut(|client| {
-        let namespace = extension_namespace(client)?;
         let table = Table::read(relid, text_column, namespace);
         let RowKey::Columns(columns) = &table.key else {
             return None;

@@ -1223,11 +1223,12 @@ pub unsafe fn equal_entries(
     }
     let mut served = false;
     if usable {
-        let eager = list.leaves.is_empty()
-            && EAGER.with(Cell::get)
-            && pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM)
-                <= EAGER_MAX_BLOCKS;
-        if list.leaves.is_empty() && list.plain_probes < PROBES_BEFORE_MAP && !eager {
+        let warming_up = list.leaves.is_empty()
+            && list.plain_probes < PROBES_BEFORE_MAP
+            && !(EAGER.with(Cell::get)
+                && pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM)
+                    <= EAGER_MAX_BLOCKS);
+        if warming_up {
             list.plain_probes += values.len() as u32;
         } else {
             if list.leaves.is_empty() || list.reread {

@@ -796,8 +796,8 @@ pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: 
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         return ShardProbe::Declined;
     }
-    // Nearest first.
     // Four bands of many probe values each, in a transaction of its own: the leaf lists at once.
+    // Nearest first.
     let nearest = crate::leafmap::eager(|| local_near_duplicates(heap, &att, query, k))
         .first()
         .map(|(d, _)| *d);
