@@ -146,7 +146,10 @@ stop_server() {
     fi
 }
 
+# install_extension [cargo pgrx install options]: builds and installs into the PostgreSQL in use,
+# registering it with cargo-pgrx first (a script may be the first to use that major here).
 install_extension() {
+    ensure_pgrx_config
     log "building and installing simhash_ext ($*)"
     (cd "$ROOT" && cargo pgrx install --pg-config "$PG_CONFIG" "$@")
 }

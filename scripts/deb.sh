@@ -15,7 +15,7 @@
 # machine's (dpkg --print-architecture). Depends: postgresql-NN and the shared libraries the .so
 # links (dpkg-shlibdeps when dpkg-dev is there). Prints the path of the .deb on stdout; install it with
 # `apt install ./postgresql-NN-simhash-ext_VERSION-1_ARCH.deb`. Builds as any user, changes nothing
-# outside the two directories.
+# outside the two directories but cargo-pgrx's registration of that PostgreSQL ($PGRX_HOME).
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" # ROOT, PG_CONFIG (Debian's 15 unless set), pg_major
@@ -50,6 +50,7 @@ extdir=/usr/share/postgresql/$PG_MAJOR/extension
 if [ -z "$package" ]; then
     package=$ROOT/target/deb/pgrx-$PG_MAJOR
     rm -rf "$package"
+    ensure_pgrx_config # this major may not be registered with cargo-pgrx yet
     echo "deb.sh: cargo pgrx package --out-dir $package" >&2
     (cd "$ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$package" >&2)
 fi
@@ -95,9 +96,12 @@ Depends: postgresql-$PG_MAJOR, $shlibs
 Section: database
 Priority: optional
 Description: near-duplicate text detection for PostgreSQL $PG_MAJOR
- simhash_ext fingerprints texts with SimHash (Chinese and English tokenizers,
- weighted features), measures Hamming distances, and finds near-duplicates
- through band indexes; a trigger can reject near-duplicate inserts.
+ simhash_ext finds near-duplicate texts (Chinese, English and mixed) inside
+ PostgreSQL with two methods: SimHash fingerprints searched exactly through
+ band indexes, and MinHash signatures with LSH band keys in a GIN index for
+ reposts wrapped in headers and footers or rewritten more heavily. An
+ attached table gets lookups, a trigger that rejects, skips or flags
+ near-duplicate writes, and whole-table deduplication.
  .
  After installing, run CREATE EXTENSION simhash_ext; in each database.
 EOF

@@ -73,6 +73,12 @@ clippy_all() {
 }
 
 ensure_tools
+# Every major this run builds for is registered with cargo-pgrx before the first build: clippy builds
+# for 15 and 18 before the per-major suites reach them, and a fresh machine has registered nothing.
+for m in 15 "${majors[@]}"; do
+    use_pg "$m"
+    ensure_pgrx_config
+done
 
 if ((everything)); then
     log "cargo fmt --check"
