@@ -85,6 +85,8 @@ if ((everything)); then
     run_suite fmt cargo fmt --all --check
     log "release metadata (LICENSE, META.json, CHANGELOG.md agree with Cargo.toml)"
     run_suite release python3 scripts/check_release.py
+    log "docs (versions in file names, links and paths of README.md and docs/ exist)"
+    run_suite docs python3 scripts/check_docs.py
     log "extension SQL requires name functions that have SQL (install script order)"
     run_suite sql_requires python3 scripts/check_sql_requires.py
     log "cargo clippy --all-targets -- -D warnings (PostgreSQL 15 and 18)"
@@ -162,8 +164,9 @@ if ((everything)); then
     run_suite pg_upgrade bash tests/robustness/pg_upgrade.sh 15 18
 
     # The Debian package (issue 13): built from `cargo pgrx package` output, installed with dpkg into an
-    # isolated copy of the PostgreSQL tree, where CREATE EXTENSION and the README quick start run
-    # (port 54351); and the contents of the package for 18.
+    # isolated copy of the PostgreSQL tree, where CREATE EXTENSION, the README's Getting started
+    # (verbatim, outputs compared) and the README's reference against the installed functions and
+    # settings run (port 54351); and the contents of the package for 18.
     log "Debian package (tests/package/deb.sh)"
     run_suite deb bash tests/package/deb.sh --other-major "$(ensure_pg_wheel 18)"
 
