@@ -2,8 +2,9 @@
 //
 // A near-duplicate insert into a table attached with on_duplicate => 'error' fails with
 // err.code === '23505' (unique_violation), the code an application already handles for a duplicate
-// key; err.detail names the existing row's key and the Hamming distance. Then a lookup with a bound
-// parameter. Connects with the libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE):
+// key; err.constraint is the attachment's trigger name, simhash_<text column>, which tells it from a
+// duplicate key (whose constraint is its index), and err.detail names the existing row's key and the
+// Hamming distance. Then a lookup with a bound parameter. Connects with the libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE):
 //     PGDATABASE=mydb node example.js
 'use strict';
 
@@ -12,6 +13,8 @@ const { Client } = require('pg');
 
 const ORIGINAL = '北京地铁19号线今天开通，全长22公里，设10座车站。';
 const REPOST = '北京地铁19号线今天开通！全长22公里，设10座车站';
+// The constraint name of a near-duplicate: the trigger simhash_attach made, simhash_<text column>.
+const NEAR_DUPLICATE = 'simhash_body';
 const OTHER = 'Heavy rain is expected in the north of the province from Tuesday night.';
 
 async function main() {
@@ -24,16 +27,24 @@ async function main() {
     await client.query("SELECT simhash_attach('news', 'body', on_duplicate => 'error')");
     await client.query('INSERT INTO news VALUES ($1, $2), ($3, $4)', [1, ORIGINAL, 2, OTHER]);
 
-    let rejected = null;
-    try {
-      await client.query('INSERT INTO news VALUES ($1, $2)', [3, REPOST]);
-    } catch (err) {
-      rejected = err;
+    // What the application makes of an insert: 'stored', 'near-duplicate' or 'duplicate key'.
+    async function insert(id, body) {
+      try {
+        await client.query('INSERT INTO news VALUES ($1, $2)', [id, body]);
+        return { outcome: 'stored' };
+      } catch (err) {
+        if (err.code !== '23505') throw err;
+        return { outcome: err.constraint === NEAR_DUPLICATE ? 'near-duplicate' : 'duplicate key', err };
+      }
     }
-    assert.ok(rejected, 'the near-duplicate insert was accepted');
-    console.log(`rejected: ${rejected.code} ${rejected.message}`);
+
+    const { outcome, err: rejected } = await insert(3, REPOST);
+    assert.equal(outcome, 'near-duplicate', `the near-duplicate insert gave ${outcome}`);
+    console.log(`rejected: ${rejected.code}, constraint ${rejected.constraint}: ${rejected.message}`);
     console.log(`          DETAIL: ${rejected.detail}`);
-    assert.equal(rejected.code, '23505');
+    const duplicateKey = await insert(1, 'The ferry timetable changes in May; the evening boat is dropped.');
+    assert.equal(duplicateKey.outcome, 'duplicate key');
+    assert.equal(duplicateKey.err.constraint, 'news_pkey');
     const m = /^Key \(id\)=\(1\) is at Hamming distance (\d+) \(max_distance 7\)\.$/.exec(rejected.detail);
     assert.ok(m, `unexpected DETAIL: ${rejected.detail}`);
 

@@ -2,7 +2,9 @@
 
 A table attached with on_duplicate => 'error' rejects a near-duplicate insert with SQLSTATE 23505,
 which psycopg raises as psycopg.errors.UniqueViolation: the same exception an ordinary unique
-constraint gives, with the existing row's key and the Hamming distance in its DETAIL. Then: why the
+constraint gives, with the existing row's key and the Hamming distance in its DETAIL. The constraint
+name tells the two apart: a near-duplicate's is the attachment's trigger name, simhash_<column>
+(simhash_attachments().trigger_name), a duplicate key's is its index. Then: why the
 two texts are near-duplicates (simhash_explain), a lookup of the rows near a text, and the
 near-duplicate pairs of a table, with query parameters.
 
@@ -39,16 +41,32 @@ def main() -> None:
         conn.execute("INSERT INTO articles VALUES (%s, %s, %s)", (1, "library", ORIGINAL))
         conn.execute("INSERT INTO articles VALUES (%s, %s, %s)", (2, "bike lanes", OTHER))
 
-        # 1. The near-duplicate insert fails like a unique violation.
-        try:
-            with conn.transaction():
-                conn.execute("INSERT INTO articles VALUES (%s, %s, %s)", (3, "repost", REPOST))
-        except errors.UniqueViolation as e:
-            print(f"rejected: SQLSTATE {e.diag.sqlstate}: {e.diag.message_primary}")
-            print(f"          DETAIL: {e.diag.message_detail}")
-            detail = e.diag.message_detail
-        else:
-            sys.exit("the near-duplicate insert was accepted")
+        (trigger_name,) = conn.execute(
+            "SELECT trigger_name FROM simhash_attachments() WHERE table_name = 'articles'::regclass"
+        ).fetchone()
+        assert trigger_name == "simhash_body", trigger_name
+
+        # 1. The near-duplicate insert fails like a unique violation, with the trigger's name as its
+        # constraint name; a duplicate primary key fails with the same exception and its index's name.
+        def insert(row: tuple) -> tuple[str, str | None]:
+            """What the application makes of an insert: ('stored' | 'near-duplicate' | 'duplicate key', DETAIL)."""
+            try:
+                with conn.transaction():
+                    conn.execute("INSERT INTO articles VALUES (%s, %s, %s)", row)
+            except errors.UniqueViolation as e:
+                if e.diag.constraint_name == trigger_name:
+                    print(f"rejected: SQLSTATE {e.diag.sqlstate}, constraint {e.diag.constraint_name}: {e.diag.message_primary}")
+                    print(f"          DETAIL: {e.diag.message_detail}")
+                    return "near-duplicate", e.diag.message_detail
+                print(f"duplicate key: constraint {e.diag.constraint_name}")
+                return "duplicate key", e.diag.message_detail
+            return "stored", None
+
+        outcome, detail = insert((3, "repost", REPOST))
+        if outcome != "near-duplicate":
+            sys.exit(f"the near-duplicate insert gave {outcome!r}")
+        unrelated = "A text unlike any other: the ferry timetable changes in May."
+        assert insert((1, "same id", unrelated)) == ("duplicate key", "Key (id)=(1) already exists."), "primary key"
         m = re.fullmatch(r"Key \(id\)=\((\d+)\) is at Hamming distance (\d+) \(max_distance 7\)\.", detail or "")
         assert m, f"unexpected DETAIL: {detail!r}"
         (distance,) = conn.execute(

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Client integrations (issue 13): runs the examples under examples/ against a real PostgreSQL 15 with
 # simhash_ext: Python with psycopg 3, SQLAlchemy 2.0 (ORM), Node.js with node-postgres. Each example
-# checks what it shows (the 23505 and its DETAIL as the client library's own exception, lookups,
-# simhash_pairs) and exits non-zero when something differs.
+# checks what it shows (the 23505 and its DETAIL as the client library's own exception, told apart
+# from a duplicate primary key by its constraint name, simhash_<column>; lookups, simhash_pairs) and
+# exits non-zero when something differs.
 #
 #   bash tests/clients/run.sh [--package DIR]   (as root)
 #
