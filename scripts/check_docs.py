@@ -108,7 +108,7 @@ TYPES = {"int": "integer", "int4": "integer", "int8": "bigint", "float8": "doubl
 
 
 def norm_type(t: str) -> str:
-    t = re.sub(r"\s+", " ", t.strip().lower())
+    t = re.sub(r"\s+", " ", t.strip().lower()).replace('"', "")  # pg quotes names such as "bit"
     return re.sub(r"\b(int|int4|int8|float8|bool)\b", lambda m: TYPES[m.group(1)], t)
 
 
@@ -143,7 +143,7 @@ def installed_signature(name: str, args: str, result: str) -> str:
     """name(a type, b => default) -> result, from pg_get_function_arguments / _result."""
     parts = []
     for arg in split_args(args):
-        m = re.match(r"(?:(?:IN|VARIADIC) )?(\w+) (.+?)(?: DEFAULT (.+))?$", arg)
+        m = re.match(r'(?:(?:IN|VARIADIC) )?"?(\w+)"? (.+?)(?: DEFAULT (.+))?$', arg)
         if not m:
             errors.append(f"{name}: cannot read the installed argument {arg!r}")
             continue
@@ -190,7 +190,8 @@ def check_server(args: argparse.Namespace) -> None:
     env = dict(os.environ, PGCLIENTENCODING="UTF8")
     base = [args.psql, "-X", "-q", "-h", args.host, "-p", str(args.port), "-U", args.user, "-v", "ON_ERROR_STOP=1"]
     db = "simhash_check_docs"
-    subprocess.run(base + ["-d", "postgres", "-c", f"DROP DATABASE IF EXISTS {db}", "-c", f"CREATE DATABASE {db}"],
+    subprocess.run(base + ["-d", "postgres", "-c", "SET client_min_messages = warning",
+                           "-c", f"DROP DATABASE IF EXISTS {db}", "-c", f"CREATE DATABASE {db}"],
                    check=True, env=env)
 
     def rows(*sql: str) -> list[list[str]]:

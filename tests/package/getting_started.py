@@ -83,7 +83,7 @@ def main() -> None:
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         return run.stdout
 
-    subprocess.run(base + ["-q", "-d", "postgres", "-v", "ON_ERROR_STOP=1",
+    subprocess.run(base + ["-q", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", "SET client_min_messages = warning",
                            "-c", f"DROP DATABASE IF EXISTS {DATABASE}", "-c", f"CREATE DATABASE {DATABASE}"],
                    check=True, env=env)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
