@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Per-insert cost on a Citus cluster (issue 12): the same single-row INSERTs, each its own
 # transaction from one psql session on the coordinator, into tables of the same rows attached five
-# ways. Needs Citus installed for the system PostgreSQL 15 (README, Scaling out with Citus) and the
+# ways. Needs Citus installed for the system PostgreSQL 15 (docs/citus.md, Setup) and the
 # extension built: it runs the nodes on a private copy of PostgreSQL with `cargo pgrx package` output
 # (scripts/common.sh, private_postgres), ports 54371-54373, data under /tmp/citus-simhash.
 #

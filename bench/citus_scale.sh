@@ -10,7 +10,7 @@
 #   bash bench/citus_scale.sh [SIZES]        # default "10000 100000 1000000 10000000"
 #   BENCH_CS_PAIRS=0 bash bench/citus_scale.sh  # without simhash_pairs
 #
-# Needs Citus installed in the PostgreSQL of $PG_CONFIG (README, Scaling out with Citus); runs a
+# Needs Citus installed in the PostgreSQL of $PG_CONFIG (docs/citus.md, Setup); runs a
 # coordinator and two workers on this machine on a private copy of that PostgreSQL with the release
 # package of this working tree (tests/citus/lib.sh: ports 54371-54373, data under /tmp/citus-simhash).
 # Per size it prints p50 and p99 of each kind, the index entries a registry check reads (its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Deduplicating a table at scale (README "Deduplicating an existing table"): attach with 0 and 2
+# Deduplicating a table at scale (README "Deduplicate a table and keep one row"; docs/performance.md): attach with 0 and 2
 # parallel workers, then simhash_pairs and simhash_clusters on a uniform and a deliberately skewed
 # corpus of ROWS rows (default 1,000,000), with times and the backend's peak memory.
 # Usage: bash bench/dedup.sh [ROWS]   (TAIL=characters of own text after the boilerplate, default 250)

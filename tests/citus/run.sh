@@ -12,7 +12,7 @@
 # own, a registry attachment made by simhash_ext 0.3.0 (its frozen install script, put into the
 # extension directory for the test) through ALTER EXTENSION simhash_ext UPDATE on the coordinator.
 #
-# Prints "skipped: ..." and exits 77 when Citus is not installed (README: Scaling out with Citus).
+# Prints "skipped: ..." and exits 77 when Citus is not installed (docs/citus.md, Setup).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if ! citus_installed; then
