@@ -646,8 +646,9 @@ impl RowKey {
             "SELECT pg_catalog.convert_to(pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY k.ord), 'UTF8') \
              FROM pg_catalog.pg_index i \
              CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, ord) \
-             JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
-             WHERE i.indrelid = $1 AND i.indisprimary",
+             JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid \
+                                            AND a.attnum OPERATOR(pg_catalog.=) k.attnum \
+             WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND i.indisprimary",
             &[crate::spi::Arg::Oid(relid)],
         );
         match columns {
@@ -684,26 +685,37 @@ impl RowKey {
     pub fn message_sql(&self, alias: &str) -> String {
         match self {
             RowKey::Columns(columns) => {
-                let texts: Vec<String> = columns.iter().map(|c| format!("{alias}.{c}::text")).collect();
-                format!("concat_ws(', ', {})", texts.join(", "))
+                let texts: Vec<String> =
+                    columns.iter().map(|c| format!("{alias}.{c}::pg_catalog.text")).collect();
+                format!("pg_catalog.concat_ws(', ', {})", texts.join(", "))
             }
-            RowKey::Ctid { partitioned: true } => {
-                format!("concat_ws(', ', {alias}.tableoid::regclass::text, {alias}.ctid::text)")
-            }
-            RowKey::Ctid { partitioned: false } => format!("{alias}.ctid::text"),
+            RowKey::Ctid { partitioned: true } => format!(
+                "pg_catalog.concat_ws(', ', {alias}.tableoid::pg_catalog.regclass::pg_catalog.text, {alias}.ctid::pg_catalog.text)"
+            ),
+            RowKey::Ctid { partitioned: false } => format!("{alias}.ctid::pg_catalog.text"),
         }
     }
 
     /// The key of row `alias` as dedup results show it: one column's text, or a row's (`(1,2)`).
     pub fn value_sql(&self, alias: &str) -> String {
         match self {
-            RowKey::Columns(columns) if columns.len() == 1 => format!("{alias}.{}::text", columns[0]),
-            RowKey::Columns(_) => format!("ROW({})::text", self.order_by(alias)),
-            RowKey::Ctid { partitioned: true } => {
-                format!("ROW({alias}.tableoid::regclass, {alias}.ctid)::text")
+            RowKey::Columns(columns) if columns.len() == 1 => {
+                format!("{alias}.{}::pg_catalog.text", columns[0])
             }
-            RowKey::Ctid { partitioned: false } => format!("{alias}.ctid::text"),
+            RowKey::Columns(_) => format!("ROW({})::pg_catalog.text", self.order_by(alias)),
+            RowKey::Ctid { partitioned: true } => {
+                format!("ROW({alias}.tableoid::pg_catalog.regclass, {alias}.ctid)::pg_catalog.text")
+            }
+            RowKey::Ctid { partitioned: false } => format!("{alias}.ctid::pg_catalog.text"),
         }
+    }
+}
+
+/// A name as `quote_ident` wrote it, unquoted.
+pub fn unquote(name: &str) -> String {
+    match name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
+        Some(inner) => inner.replace("\"\"", "\""),
+        None => name.to_string(),
     }
 }
 

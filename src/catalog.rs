@@ -206,7 +206,8 @@ pub unsafe fn extension_namespace() -> pg_sys::Oid {
     }
     let found = crate::spi::connected(|| {
         crate::spi::one_utf8(
-            "SELECT pg_catalog.convert_to(e.extnamespace::text, 'UTF8') FROM pg_catalog.pg_extension e WHERE e.oid = $1",
+            "SELECT pg_catalog.convert_to(e.extnamespace::pg_catalog.text, 'UTF8') \
+             FROM pg_catalog.pg_extension e WHERE e.oid OPERATOR(pg_catalog.=) $1",
             &[crate::spi::Arg::Oid(extension)],
         )
     });
@@ -215,4 +216,22 @@ pub unsafe fn extension_namespace() -> pg_sys::Oid {
         .map_or(pg_sys::InvalidOid, pg_sys::Oid::from);
     EXTENSION_NAMESPACE.with(|n| n.set((extension, namespace)));
     namespace
+}
+
+/// The extension's schema `simhash_internal`, if the extension has one: a schema of that name counts
+/// only as a member of the extension (`pg_depend`), never by its name alone.
+///
+/// # Safety
+/// In a transaction (catalog lookups).
+pub unsafe fn internal_namespace() -> pg_sys::Oid {
+    let namespace = pg_sys::get_namespace_oid(c"simhash_internal".as_ptr(), true);
+    let extension = pg_sys::get_extension_oid(c"simhash_ext".as_ptr(), true);
+    if namespace != pg_sys::InvalidOid
+        && extension != pg_sys::InvalidOid
+        && pg_sys::getExtensionOfObject(pg_sys::NamespaceRelationId, namespace) == extension
+    {
+        namespace
+    } else {
+        pg_sys::InvalidOid
+    }
 }

@@ -13,8 +13,14 @@ use crate::errors::{raise, EncodedError};
 use crate::search::{fingerprint_attnum, search_table, TableSearch};
 use crate::setup::attnum;
 
-/// Takes the transaction-level advisory locks of `pg_advisory_xact_lock(relid, key)` for the keys
-/// of `simhash_core::probe::lock_keys`: k+1 parts of the fingerprint, so that two writes within
+/// The fourth field of the tags of the extension's locks. `pg_advisory_lock(bigint)` makes tags with 1
+/// there and `pg_advisory_lock(int, int)` with 2: no SQL call can take, or wait for, a lock of
+/// this tag, so no role can block checked writes and no application's locks collide with them
+/// (docs/ARCHITECTURE.md §8.2). In `pg_locks` they show as advisory locks with `objsubid` 21320.
+pub const LOCK_TAG_FIELD4: u16 = 0x5348;
+
+/// Takes the transaction-level locks `(relid, key)` (§8.2) for the keys of
+/// `simhash_core::probe::lock_keys`: k+1 parts of the fingerprint, so that two writes within
 /// distance k always wait for each other, whatever bands the lookup probes.
 pub fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
     // Keys are (part << 8) | value with fewer than 32 parts: a slot each below MINHASH_SLOTS.
@@ -26,7 +32,7 @@ pub fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
     );
 }
 
-/// Takes the advisory locks `(relid, key)` of `keys`, each given with its slot in the set of held
+/// Takes the locks `(relid, key)` of `keys` (tag [`LOCK_TAG_FIELD4`]), each given with its slot in the set of held
 /// locks (`slot` ≥ [`HELD_SLOTS`]: not remembered).
 ///
 /// A lock this (sub)transaction already took is not asked for again: transaction-level advisory
@@ -57,7 +63,7 @@ pub fn lock_keys(relid: pg_sys::Oid, keys: impl IntoIterator<Item = (u32, usize)
             locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
             locktag_field2: relid.to_u32(),
             locktag_field3: key,
-            locktag_field4: 2,
+            locktag_field4: LOCK_TAG_FIELD4,
             locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
             locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
         };
@@ -88,6 +94,8 @@ thread_local! {
 struct Lookup {
     plan: pg_sys::SPIPlanPtr,
     key_columns: String,
+    /// The names of the key columns; None for a key of system columns (ctid).
+    key_names: Option<Vec<String>>,
 }
 
 thread_local! {
@@ -104,13 +112,16 @@ pub enum Measure {
 /// The nearest existing row within `max_distance` (the most similar one at least as similar as the
 /// threshold).
 pub struct Nearest {
-    pub key: String,
+    /// The row's key as messages show it; None when the writer may not see it
+    /// (`crate::privileges::may_see_key`).
+    pub key: Option<String>,
     pub measure: Measure,
     /// The row's key as the flag column stores it, copied out of SPI's memory.
     pub flag_value: Option<pg_sys::Datum>,
 }
 
 /// Builds and prepares the query that reads the key of the row found (and the flag column's value).
+/// It names only `pg_catalog`'s functions, operators and types, with their schema.
 unsafe fn prepare_lookup(relid: pg_sys::Oid) -> Lookup {
     let key = RowKey::of(relid, pg_sys::get_rel_relispartition(relid));
     // Always schema-qualified: the cached plan must not depend on the caller's search_path. Read
@@ -123,11 +134,18 @@ unsafe fn prepare_lookup(relid: pg_sys::Oid) -> Lookup {
         _ => key_text.clone(),
     };
     // The row was found through the band indexes (`search.rs`); this reads its key by ctid.
-    let sql = format!("SELECT {key_text}, {flag_expr} FROM ONLY {qualified} t WHERE t.ctid = $1");
+    let sql = format!(
+        "SELECT {key_text}, {flag_expr} FROM ONLY {qualified} t WHERE t.ctid OPERATOR(pg_catalog.=) $1"
+    );
     let plan = crate::spi::prepare_kept(&sql, &mut [pg_sys::TIDOID], "the trigger's key lookup");
+    let key_names = match &key {
+        RowKey::Columns(columns) => Some(columns.iter().map(|c| crate::attachment::unquote(c)).collect()),
+        RowKey::Ctid { .. } => None,
+    };
     Lookup {
         plan,
         key_columns: key.names(),
+        key_names,
     }
 }
 
@@ -332,7 +350,7 @@ pub unsafe fn find_nearest(
     let found = describe_row(
         &ext_schema(),
         att,
-        relid,
+        (relid, row.attached_table),
         tid,
         Measure::Distance(distance),
         flag_attr,
@@ -343,11 +361,14 @@ pub unsafe fn find_nearest(
 }
 
 /// The key columns of table `relid` and the key (and flag column value) of its row at `tid`, as
-/// `snapshot` sees it: what the messages and the flag column say of a near-duplicate found.
+/// `snapshot` sees it: what the messages and the flag column say of a near-duplicate found in
+/// `relid`, a table or partition of the attached table `attached`. Read as the owner of `relid`,
+/// whatever the writer may SELECT, as a unique index finds any row; the key is kept for the
+/// messages only when the writer may see it (`crate::privileges::may_see_key` on `attached`).
 pub unsafe fn describe_row(
     ext_schema: &str,
     att: &Attachment,
-    relid: pg_sys::Oid,
+    (relid, attached): (pg_sys::Oid, pg_sys::Oid),
     tid: pg_sys::ItemPointerData,
     measure: Measure,
     flag_attr: Option<&pg_sys::FormData_pg_attribute>,
@@ -358,24 +379,27 @@ pub unsafe fn describe_row(
     // The name is part of the key: the prepared query names the table, and a renamed table (or
     // schema) must not reach a stale plan.
     let cache_key = (relid.to_u32(), ext_schema.clone(), qualified_name_of(relid));
-    let (plan, key_columns) = LOOKUPS.with(|lookups| {
+    let (plan, key_columns, key_names) = LOOKUPS.with(|lookups| {
         let mut lookups = lookups.borrow_mut();
         let lookup = lookups.entry(cache_key).or_insert_with(|| prepare_lookup(relid));
-        (lookup.plan, lookup.key_columns.clone())
+        (lookup.plan, lookup.key_columns.clone(), lookup.key_names.clone())
     });
+    let visible = key_visible(attached, key_names.as_deref());
     let mut tid = tid;
     let mut values = [pg_sys::Datum::from(&mut tid as *mut pg_sys::ItemPointerData)];
     let nulls = [b' ' as std::ffi::c_char];
-    let status = pg_sys::SPI_execute_snapshot(
-        plan,
-        values.as_mut_ptr(),
-        nulls.as_ptr(),
-        snapshot,
-        std::ptr::null_mut(),
-        false,
-        false,
-        1,
-    );
+    let status = crate::privileges::as_owner(relid, true, || {
+        pg_sys::SPI_execute_snapshot(
+            plan,
+            values.as_mut_ptr(),
+            nulls.as_ptr(),
+            snapshot,
+            std::ptr::null_mut(),
+            false,
+            false,
+            1,
+        )
+    });
     if status != pg_sys::SPI_OK_SELECT as i32 || pg_sys::SPI_processed == 0 {
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
@@ -386,7 +410,7 @@ pub unsafe fn describe_row(
     }
     let table = &*pg_sys::SPI_tuptable;
     let row = *table.vals;
-    let key = cstr_utf8(pg_sys::SPI_getvalue(row, table.tupdesc, 1));
+    let key = visible.then(|| cstr_utf8(pg_sys::SPI_getvalue(row, table.tupdesc, 1)));
     let flag_value = flag_attr.and_then(|attr| {
         if pg_sys::SPI_gettypeid(table.tupdesc, 2) != attr.atttypid {
             raise(EncodedError {
@@ -417,33 +441,65 @@ pub unsafe fn describe_row(
     )
 }
 
+/// Whether the writer may be told the key (columns `names`, None for ctid) of a row of the attached
+/// table `attached`.
+unsafe fn key_visible(attached: pg_sys::Oid, names: Option<&[String]>) -> bool {
+    let rel = pg_sys::RelationIdGetRelation(attached);
+    if rel.is_null() {
+        return false;
+    }
+    let attnums = names.map(|names| {
+        names
+            .iter()
+            .map(|n| attnum_of((*rel).rd_att, n).unwrap_or(0))
+            .collect::<Vec<i16>>()
+    });
+    pg_sys::RelationClose(rel);
+    match attnums {
+        Some(attnums) if attnums.contains(&0) => false,
+        attnums => crate::privileges::may_see_key(attached, attnums.as_deref()),
+    }
+}
+
 /// A similarity as messages show it: three decimals.
 pub fn similarity_text(similarity: f64) -> String {
     format!("{similarity:.3}")
 }
 
-/// The error of a write to `table` that comes within `max_distance` of its row `n`.
+/// The error of a write to `table` that comes within `max_distance` of its row `n`: SQLSTATE 23505
+/// with the attachment's trigger as its constraint name, so that an application tells it from a
+/// unique violation (`PG_DIAG_CONSTRAINT_NAME`). The DETAIL names the row's key only when the writer
+/// may see it, as PostgreSQL's unique violations do.
 pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nearest) -> ! {
-    raise(EncodedError {
-        code: PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
-        message: format!(
-            "near-duplicate text in column \"{}\" of relation \"{table}\"",
-            att.text_column
+    let nearness = match n.measure {
+        Measure::Similarity(similarity) => format!(
+            "has estimated similarity {} (threshold {})",
+            similarity_text(similarity),
+            att.minhash().map_or(0.0, |m| m.threshold)
         ),
-        detail: Some(match n.measure {
-            Measure::Similarity(similarity) => format!(
-                "Key ({key_columns})=({}) has estimated similarity {} (threshold {}).",
-                n.key,
-                similarity_text(similarity),
-                att.minhash().map_or(0.0, |m| m.threshold)
+        Measure::Distance(distance) => {
+            format!(
+                "is at Hamming distance {distance} (max_distance {})",
+                att.max_distance
+            )
+        }
+    };
+    let detail = match &n.key {
+        Some(key) => format!("Key ({key_columns})=({key}) {nearness}."),
+        None => format!("A row you may not read {nearness}."),
+    };
+    crate::errors::raise_violation(
+        EncodedError {
+            code: PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+            message: format!(
+                "near-duplicate text in column \"{}\" of relation \"{table}\"",
+                att.text_column
             ),
-            Measure::Distance(distance) => format!(
-                "Key ({key_columns})=({}) is at Hamming distance {distance} (max_distance {}).",
-                n.key, att.max_distance
-            ),
-        }),
-        hint: None,
-    })
+            detail: Some(detail),
+            hint: None,
+        },
+        att.trigger_name(),
+    )
 }
 
 /// On a shard of a Citus table, the trigger sees that shard's rows only: it checks a write only

@@ -31,7 +31,7 @@ pub fn citus_installed() -> bool {
 /// `method`, `column` and `table` read by `sql` (one OID parameter) as a [`Distribution`].
 unsafe fn read_distribution(sql: &str, relid: pg_sys::Oid) -> Option<Distribution> {
     let found = crate::spi::connected(|| crate::spi::one_utf8(sql, &[crate::spi::Arg::Oid(relid)]))?;
-    // Separated by chr(1), which no sensible name holds.
+    // Separated by pg_catalog.chr(1), which no sensible name holds.
     let mut parts = found.splitn(3, '\u{1}');
     let (method, column, table) = (
         parts.next().unwrap_or(""),
@@ -65,9 +65,9 @@ unsafe fn read_table_distribution(relid: pg_sys::Oid) -> Option<Distribution> {
         return None;
     }
     read_distribution(
-        "SELECT pg_catalog.convert_to(p.partmethod::text || chr(1) || coalesce(\
-           pg_catalog.column_to_column_name(p.logicalrelid, p.partkey), '') || chr(1) || p.logicalrelid::text, 'UTF8') \
-         FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1",
+        "SELECT pg_catalog.convert_to(p.partmethod::pg_catalog.text OPERATOR(pg_catalog.||) pg_catalog.chr(1) OPERATOR(pg_catalog.||) coalesce(\
+           pg_catalog.column_to_column_name(p.logicalrelid, p.partkey), '') OPERATOR(pg_catalog.||) pg_catalog.chr(1) OPERATOR(pg_catalog.||) p.logicalrelid::pg_catalog.text, 'UTF8') \
+         FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1",
         relid,
     )
 }
@@ -99,10 +99,10 @@ pub unsafe fn shard_distribution(relid: pg_sys::Oid) -> Option<Distribution> {
     // relation_is_a_known_shard() checks the name against the shard's table and schema.
     read_distribution(
         &format!(
-            "SELECT pg_catalog.convert_to(p.partmethod::text || chr(1) || coalesce(\
-               pg_catalog.column_to_column_name(p.logicalrelid, p.partkey), '') || chr(1) || p.logicalrelid::text, 'UTF8') \
-             FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_partition p ON p.logicalrelid = s.logicalrelid \
-             WHERE s.shardid = {shard_id} AND pg_catalog.relation_is_a_known_shard($1)"
+            "SELECT pg_catalog.convert_to(p.partmethod::pg_catalog.text OPERATOR(pg_catalog.||) pg_catalog.chr(1) OPERATOR(pg_catalog.||) coalesce(\
+               pg_catalog.column_to_column_name(p.logicalrelid, p.partkey), '') OPERATOR(pg_catalog.||) pg_catalog.chr(1) OPERATOR(pg_catalog.||) p.logicalrelid::pg_catalog.text, 'UTF8') \
+             FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_partition p ON p.logicalrelid OPERATOR(pg_catalog.=) s.logicalrelid \
+             WHERE s.shardid OPERATOR(pg_catalog.=) {shard_id} AND pg_catalog.relation_is_a_known_shard($1)"
         ),
         relid,
     )
@@ -148,12 +148,12 @@ unsafe fn read_local_shard(relid: pg_sys::Oid, shard_id: i64) -> Option<pg_sys::
     // shard_name() qualifies the name except in schema public.
     let sql = format!(
         "SELECT pg_catalog.convert_to(pg_catalog.to_regclass(\
-           CASE WHEN n.nspname = 'public' THEN 'public.' ELSE '' END || pg_catalog.shard_name(c.oid, {shard_id}))::oid::text, 'UTF8') \
-         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-         WHERE c.oid = $1 \
-           AND EXISTS (SELECT FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid \
-                       WHERE s.shardid = {shard_id} AND s.logicalrelid = c.oid \
-                         AND p.groupid = (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))"
+           CASE WHEN n.nspname OPERATOR(pg_catalog.=) 'public' THEN 'public.' ELSE '' END OPERATOR(pg_catalog.||) pg_catalog.shard_name(c.oid, {shard_id}))::pg_catalog.oid::pg_catalog.text, 'UTF8') \
+         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+         WHERE c.oid OPERATOR(pg_catalog.=) $1 \
+           AND EXISTS (SELECT FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid \
+                       WHERE s.shardid OPERATOR(pg_catalog.=) {shard_id} AND s.logicalrelid OPERATOR(pg_catalog.=) c.oid \
+                         AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))"
     );
     crate::spi::connected(|| crate::spi::one_utf8(&sql, &[crate::spi::Arg::Oid(relid)]))
         .and_then(|oid| oid.parse::<u32>().ok())

@@ -207,6 +207,24 @@ fn utf8_key(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
 }
 
+/// [`distributed_search`] with the search path `pg_catalog, pg_temp`: its statements (run as the
+/// caller, whose privileges and row-level security apply) resolve no name to another role's
+/// function or operator.
+fn searched_on_workers(
+    relid: pg_sys::Oid,
+    max_distance: Option<i32>,
+    threshold: Option<f64>,
+    text_column: Option<&str>,
+    with_keys: bool,
+    reporter: &mut Reporter,
+) -> Option<Distributed> {
+    unsafe {
+        crate::privileges::with_safe_search_path(|| {
+            distributed_search(relid, max_distance, threshold, text_column, with_keys, reporter)
+        })
+    }
+}
+
 fn read_rows(
     table: pg_sys::Oid,
     max_distance: Option<i32>,
@@ -231,7 +249,7 @@ fn read_rows(
         let k = crate::attachment::check_max_distance(max_distance.unwrap_or(table.att.max_distance));
         // Keys travel as UTF-8 bytes: pgrx reads `text` as UTF-8 only.
         let query = format!(
-            "SELECT convert_to({}, 'UTF8'), t.{} FROM {}{} t ORDER BY {}",
+            "SELECT pg_catalog.convert_to({}, 'UTF8'), t.{} FROM {}{} t ORDER BY {}",
             table.key.value_sql("t"),
             pgrx::spi::quote_identifier(table.att.fingerprint_column()),
             // A partitioned table holds no rows itself: its partitions are read; Citus reads the
@@ -339,7 +357,7 @@ fn distributed_search(
         // The bucket table is made in the table's schema: without CREATE there, the coordinator pairs.
         let may_create = client
             .select(
-                "SELECT has_schema_privilege($1, 'CREATE')",
+                "SELECT pg_catalog.has_schema_privilege($1, 'CREATE')",
                 None,
                 &[rel_namespace.into()],
             )
@@ -353,7 +371,7 @@ fn distributed_search(
         let buckets = format!("{rel_schema}.simhash_pairs_{}", unsafe { pg_sys::MyProcPid });
         let key_types: Vec<String> = client
             .select(
-                "SELECT format('%I %s', p.attname, p.atttype) FROM simhash_internal.primary_key($1) p ORDER BY p.ord",
+                "SELECT pg_catalog.format('%I %s', p.attname, p.atttype) FROM simhash_internal.primary_key($1) p ORDER BY p.ord",
                 None,
                 &[relid.into()],
             )
@@ -393,8 +411,8 @@ fn distributed_search(
             .collect::<Vec<_>>()
             .join(", ");
         let query = format!(
-            "SELECT convert_to(g.keys[p.a], 'UTF8'), convert_to(g.keys[p.b], 'UTF8'), p.distance \
-             FROM (SELECT r.lock_key, array_agg(r.fingerprint ORDER BY {order}) AS fps, array_agg(r.key ORDER BY {order}) AS keys \
+            "SELECT pg_catalog.convert_to(g.keys[p.a], 'UTF8'), pg_catalog.convert_to(g.keys[p.b], 'UTF8'), p.distance \
+             FROM (SELECT r.lock_key, pg_catalog.array_agg(r.fingerprint ORDER BY {order}) AS fps, pg_catalog.array_agg(r.key ORDER BY {order}) AS keys \
                    FROM {buckets} r GROUP BY r.lock_key, r.part_value HAVING count(*) > 1) g \
              CROSS JOIN LATERAL simhash_internal.bucket_pairs(g.lock_key >> 8, g.fps, {k}) p"
         );
@@ -424,7 +442,7 @@ fn distributed_search(
         let mut keys = Vec::new();
         if with_keys {
             let query = format!(
-                "SELECT convert_to({}, 'UTF8') FROM {} t ORDER BY {}",
+                "SELECT pg_catalog.convert_to({}, 'UTF8') FROM {} t ORDER BY {}",
                 table.key.value_sql("t"),
                 table.qualified,
                 table.key.order_by("t")
@@ -530,7 +548,8 @@ fn pairs(
 > {
     let mut reporter = Reporter::new("simhash_pairs");
     let relid = required(table_name);
-    if let Some(found) = distributed_search(relid, max_distance, threshold, text_column, false, &mut reporter)
+    if let Some(found) =
+        searched_on_workers(relid, max_distance, threshold, text_column, false, &mut reporter)
     {
         return TableIterator::new(
             found
@@ -616,7 +635,7 @@ fn clusters(
 > {
     let mut reporter = Reporter::new("simhash_clusters");
     let relid = required(table_name);
-    if let Some(found) = distributed_search(relid, max_distance, threshold, text_column, true, &mut reporter)
+    if let Some(found) = searched_on_workers(relid, max_distance, threshold, text_column, true, &mut reporter)
     {
         let keys = found.keys;
         let index: std::collections::HashMap<&str, u32> = keys

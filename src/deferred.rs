@@ -216,7 +216,7 @@ unsafe fn check_from(start: usize) {
             let (key_columns, nearest) = crate::check::describe_row(
                 &group.ext_schema,
                 att,
-                group.relid,
+                (group.relid, group.setup.attached_table),
                 tid,
                 crate::check::Measure::Distance(distance),
                 None,

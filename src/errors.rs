@@ -59,6 +59,17 @@ pub fn raise(error: EncodedError) -> ! {
     std::panic::resume_unwind(Box::new(error))
 }
 
+/// An error that violates a constraint, named in the report's `PG_DIAG_CONSTRAINT_NAME` field.
+pub struct Violation {
+    pub error: EncodedError,
+    pub constraint: String,
+}
+
+/// Raises `error` as the violation of `constraint` to the enclosing [`guard`].
+pub fn raise_violation(error: EncodedError, constraint: String) -> ! {
+    std::panic::resume_unwind(Box::new(Violation { error, constraint }))
+}
+
 /// Runs `body` inside a `#[pg_extern]` function, turning an [`EncodedError`] it raises into an
 /// ordinary error report (pgrx's own wrapper knows only its own panics; it would say "Box<Any>").
 /// The texts go as UTF-8, as `ereport!` sends them.
@@ -118,25 +129,29 @@ pub unsafe fn guard(body: impl FnOnce() -> pg_sys::Datum) -> pg_sys::Datum {
         message: *mut std::ffi::c_char,
         detail: *mut std::ffi::c_char,
         hint: *mut std::ffi::c_char,
+        constraint: *mut std::ffi::c_char,
+    }
+
+    fn report(e: EncodedError, constraint: Option<&str>) -> Report {
+        let text = |t: Option<&str>| t.map_or(std::ptr::null_mut(), palloc_server_cstring);
+        Report {
+            code: e.code as i32,
+            message: palloc_server_cstring(&e.message),
+            detail: text(e.detail.as_deref()),
+            hint: text(e.hint.as_deref()),
+            constraint: text(constraint),
+        }
     }
 
     let outcome = unsafe {
         pg_sys::panic::pgrx_extern_c_guard(|| match catch_unwind(AssertUnwindSafe(body)) {
             Ok(datum) => Ok(datum),
             Err(payload) => match payload.downcast::<EncodedError>() {
-                Ok(e) => Err(Report {
-                    code: e.code as i32,
-                    message: palloc_server_cstring(&e.message),
-                    detail: e
-                        .detail
-                        .as_deref()
-                        .map_or(std::ptr::null_mut(), palloc_server_cstring),
-                    hint: e
-                        .hint
-                        .as_deref()
-                        .map_or(std::ptr::null_mut(), palloc_server_cstring),
-                }),
-                Err(other) => resume_unwind(other),
+                Ok(e) => Err(report(*e, None)),
+                Err(other) => match other.downcast::<Violation>() {
+                    Ok(v) => Err(report(v.error, Some(&v.constraint))),
+                    Err(other) => resume_unwind(other),
+                },
             },
         })
     };
@@ -152,6 +167,10 @@ pub unsafe fn guard(body: impl FnOnce() -> pg_sys::Datum) -> pg_sys::Datum {
                 fn errmsg(fmt: *const std::ffi::c_char, ...) -> std::ffi::c_int;
                 fn errdetail(fmt: *const std::ffi::c_char, ...) -> std::ffi::c_int;
                 fn errhint(fmt: *const std::ffi::c_char, ...) -> std::ffi::c_int;
+                fn err_generic_string(
+                    field: std::ffi::c_int,
+                    str_: *const std::ffi::c_char,
+                ) -> std::ffi::c_int;
                 fn errfinish(
                     filename: *const std::ffi::c_char,
                     lineno: std::ffi::c_int,
@@ -166,6 +185,12 @@ pub unsafe fn guard(body: impl FnOnce() -> pg_sys::Datum) -> pg_sys::Datum {
                 }
                 if !report.hint.is_null() {
                     errhint(c"%s".as_ptr(), report.hint);
+                }
+                if !report.constraint.is_null() {
+                    err_generic_string(
+                        pg_sys::PG_DIAG_CONSTRAINT_NAME as std::ffi::c_int,
+                        report.constraint,
+                    );
                 }
                 errfinish(c"simhash_ext".as_ptr(), 0, c"simhash_trigger".as_ptr());
             }

@@ -308,6 +308,31 @@ mod simhash_internal {
         }
     }
 
+    /// Runs `statement` (an UPDATE that fills a table's fingerprints) as the owner of `table_name`, in a
+    /// security-restricted operation with the search path `pg_catalog, pg_temp`, as PostgreSQL builds
+    /// an index: a trigger or function of the owner's that it fires runs as the owner, never as the
+    /// caller. Only for a caller that has the owner's privileges already (a superuser, the owner, a
+    /// member of the owning role): it never lends rights, it only drops them.
+    #[pg_extern(volatile, strict, parallel_unsafe, name = "execute_as_owner")]
+    fn execute_as_owner(table_name: RegClass, statement: Text) {
+        unsafe {
+            let owner = crate::privileges::owner_of(table_name.0);
+            if !pg_sys::has_privs_of_role(pg_sys::GetUserId(), owner) {
+                pg_sys::aclcheck_error(
+                    pg_sys::AclResult::ACLCHECK_NOT_OWNER,
+                    pg_sys::ObjectType::OBJECT_TABLE,
+                    pg_sys::get_rel_name(table_name.0),
+                );
+            }
+            let sql = statement.to_utf8().to_string();
+            crate::privileges::as_owner(table_name.0, false, || {
+                crate::privileges::with_safe_search_path(|| {
+                    crate::spi::connected(|| crate::spi::run(&sql, "a fill of fingerprints"))
+                })
+            });
+        }
+    }
+
     /// Takes, on this node, the advisory locks a write of `fingerprint` into `table_name` takes on
     /// one node (`crate::check::lock_parts`: k + 1 parts, ascending, held to the end of the
     /// transaction): two writers of fingerprints within `max_distance` always share one. The
@@ -315,6 +340,18 @@ mod simhash_internal {
     /// (docs/ARCHITECTURE.md §8.7).
     #[pg_extern(volatile, strict, parallel_unsafe, name = "lock_near_duplicates")]
     fn lock_near_duplicates(table_name: RegClass, fingerprint: i64, max_distance: i32) {
+        // Only a writer of the table takes them: these locks make checked writes wait.
+        unsafe {
+            let mode = (pg_sys::ACL_INSERT | pg_sys::ACL_UPDATE) as pg_sys::AclMode;
+            let acl = pg_sys::pg_class_aclcheck(table_name.0, pg_sys::GetUserId(), mode);
+            if acl != pg_sys::AclResult::ACLCHECK_OK {
+                pg_sys::aclcheck_error(
+                    acl,
+                    pg_sys::ObjectType::OBJECT_TABLE,
+                    pg_sys::get_rel_name(table_name.0),
+                );
+            }
+        }
         let k = crate::attachment::check_max_distance(max_distance);
         crate::check::lock_parts(table_name.0, fingerprint as u64, k);
     }

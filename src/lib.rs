@@ -19,6 +19,7 @@ mod leafmap;
 mod lsh;
 mod minhash;
 mod partitions;
+mod privileges;
 mod search;
 mod setup;
 mod spi;

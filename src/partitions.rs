@@ -375,11 +375,14 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 let partition = relation_of((*((*cmd).def as *mut pg_sys::PartitionCmd)).name);
                 let parent = relation_of(stmt.relation);
                 if parent != pg_sys::InvalidOid && partition != pg_sys::InvalidOid {
-                    crate::spi::call_helper(
-                        fcinfo,
-                        "prepare_partition",
-                        &[crate::spi::Arg::Oid(parent), crate::spi::Arg::Oid(partition)],
-                    );
+                    // Work done for the table, as its owner (docs/ARCHITECTURE.md §13.3).
+                    crate::privileges::as_owner(partition, false, || {
+                        crate::spi::call_helper(
+                            fcinfo,
+                            "prepare_partition",
+                            &[crate::spi::Arg::Oid(parent), crate::spi::Arg::Oid(partition)],
+                        )
+                    });
                 }
             }
         }
@@ -394,15 +397,17 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             }
             let table = relation_of(stmt.relation);
             if table != pg_sys::InvalidOid {
-                crate::spi::call_helper(
-                    fcinfo,
-                    "rename_column",
-                    &[
-                        crate::spi::Arg::Oid(table),
-                        crate::spi::Arg::Name(stmt.subname),
-                        crate::spi::Arg::Name(stmt.newname),
-                    ],
-                );
+                crate::privileges::as_owner(table, false, || {
+                    crate::spi::call_helper(
+                        fcinfo,
+                        "rename_column",
+                        &[
+                            crate::spi::Arg::Oid(table),
+                            crate::spi::Arg::Name(stmt.subname),
+                            crate::spi::Arg::Name(stmt.newname),
+                        ],
+                    )
+                });
             }
         }
         _ => {}

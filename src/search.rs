@@ -626,6 +626,8 @@ enum Query {
 unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, query: Query) -> pg_sys::Datum {
     crate::errors::arm_allocator();
     let relid = row_table(fcinfo);
+    // A lookup returns whole rows: as `SELECT t FROM table t` would, it needs SELECT on every column.
+    crate::privileges::require_select(relid, crate::privileges::Columns::All);
     let text_column = (!arg_null(fcinfo, 3)).then(|| {
         let name = arg(fcinfo, 3).cast_mut_ptr::<std::ffi::c_char>();
         crate::text::server_to_utf8_lossy(CStr::from_ptr(name).to_bytes())
@@ -679,7 +681,16 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, query: Query) -> pg_
         // Checks k (22023) even when there is no fingerprint to look up; plan_for checks it otherwise.
         None => drop(ProbePlan::new(0, k, att.nbands).or_raise()),
         Some(query) => match crate::citus::distribution(relid) {
-            Some(dist) => distributed_near_duplicates(fcinfo, rsinfo, heap, &att, &dist, query, k),
+            Some(dist) => {
+                refuse_unless_hash_distributed(heap, &dist);
+                sql_near_duplicates(fcinfo, rsinfo, heap, &att, query, k)
+            }
+            // The band indexes are read directly, where no policy applies: under row-level security
+            // the lookup runs as the query of simhash_near_duplicates_sql(), which the executor
+            // filters with the caller's policies.
+            None if crate::privileges::row_security_applies(relid) => {
+                sql_near_duplicates(fcinfo, rsinfo, heap, &att, query, k)
+            }
             None => {
                 for (distance, item) in local_near_duplicates(heap, &att, query, k) {
                     put_row(
@@ -805,18 +816,8 @@ pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: 
     ShardProbe::Searched(nearest)
 }
 
-/// The near-duplicates of `query` in a Citus table, whose rows are on the shards: the query of
-/// `simhash_near_duplicates_sql()`, which Citus runs on every shard (the band indexes there serve
-/// the probes), nearest first and then in key order.
-unsafe fn distributed_near_duplicates(
-    fcinfo: pg_sys::FunctionCallInfo,
-    rsinfo: *mut pg_sys::ReturnSetInfo,
-    heap: pg_sys::Relation,
-    att: &Attachment,
-    dist: &crate::citus::Distribution,
-    query: u64,
-    k: i32,
-) {
+/// Refuses a lookup of a Citus reference or local table (0A000).
+unsafe fn refuse_unless_hash_distributed(heap: pg_sys::Relation, dist: &crate::citus::Distribution) {
     if !dist.hash_distributed() {
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -828,6 +829,20 @@ unsafe fn distributed_near_duplicates(
             hint: Some("simhash_attach() supports hash-distributed tables.".into()),
         });
     }
+}
+
+/// The near-duplicates of `query` found by the query of `simhash_near_duplicates_sql()`, run as the
+/// caller: for a Citus table, whose rows are on the shards (Citus runs it on every shard, where the
+/// band indexes serve the probes), and for a table under row-level security, whose policies the
+/// executor applies. Nearest first and then in key order.
+unsafe fn sql_near_duplicates(
+    fcinfo: pg_sys::FunctionCallInfo,
+    rsinfo: *mut pg_sys::ReturnSetInfo,
+    heap: pg_sys::Relation,
+    att: &Attachment,
+    query: u64,
+    k: i32,
+) {
     ProbePlan::new(query, k, att.nbands).or_raise();
     let schema = crate::catalog::extension_schema(fcinfo);
     let relid = (*heap).rd_id;
@@ -849,13 +864,16 @@ unsafe fn distributed_near_duplicates(
         RowKey::Ctid { .. } => String::new(),
     };
     let sql = format!("SELECT x.item, x.distance FROM ({lookup}) x ORDER BY x.distance{order}");
-    crate::spi::for_each_row(&sql, &[], "the distributed lookup", &mut |row, desc| {
-        let mut values = [pg_sys::Datum::from(0); 3];
-        let mut nulls = [false, false, true];
-        for (i, (value, null)) in values.iter_mut().zip(nulls.iter_mut()).take(2).enumerate() {
-            *value = pg_sys::SPI_getbinval(row, desc, i as i32 + 1, null);
-        }
-        put_row(rsinfo, values, nulls);
+    // The query names operators without their schema: it runs where nothing but pg_catalog's are found.
+    crate::privileges::with_safe_search_path(|| {
+        crate::spi::for_each_row(&sql, &[], "the lookup by query", &mut |row, desc| {
+            let mut values = [pg_sys::Datum::from(0); 3];
+            let mut nulls = [false, false, true];
+            for (i, (value, null)) in values.iter_mut().zip(nulls.iter_mut()).take(2).enumerate() {
+                *value = pg_sys::SPI_getbinval(row, desc, i as i32 + 1, null);
+            }
+            put_row(rsinfo, values, nulls);
+        })
     });
 }
 
@@ -950,6 +968,22 @@ fn simhash_lookup_cost(
                     relation_name(heap)
                 ),
                 "A MinHash lookup is one query over the GIN index of its band keys: see it with EXPLAIN ANALYZE."
+            );
+        }
+        // As `SELECT count(*) FROM table WHERE <fingerprint within k>`: SELECT on the fingerprint
+        // column. Counted from the band indexes, where no policy applies: refused under row-level
+        // security, whose policies could hide some of the rows counted.
+        let fp_attnum = crate::errors::in_extern(|| fingerprint_attnum(heap, &att));
+        crate::privileges::require_select(table_name.0, crate::privileges::Columns::Some(&[fp_attnum]));
+        if crate::privileges::row_security_applies(table_name.0) {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "simhash_lookup_cost: row-level security applies to \"{}\", and the cost is counted from its band indexes",
+                    relation_name(heap)
+                ),
+                "Run EXPLAIN ANALYZE on the query of simhash_near_duplicates_sql(), which applies the policies."
             );
         }
         if crate::citus::distribution(table_name.0).is_some() {

@@ -39,6 +39,8 @@ pub fn server_cstring(text: &str) -> CString {
 }
 
 /// Runs `f` connected to SPI. On an error SPI is left to the transaction's abort, as PostgreSQL does.
+/// The statements name every function, operator and type with its schema (docs/ARCHITECTURE.md
+/// §13.2): the caller's search path decides only how a `regclass` is shown.
 ///
 /// # Safety
 /// Call where a query may run.
@@ -136,13 +138,14 @@ pub unsafe fn for_each_row(
 
 /// Calls the helper `name` of schema `simhash_internal` (see [`call`]) from the C function of
 /// `fcinfo`. With the SQL of 0.3.0 or older (the new library installed, `ALTER EXTENSION ...
-/// UPDATE` not yet run) the schema does not exist and the helper is `simhash_<name>` of the
-/// extension's own schema.
+/// UPDATE` not yet run) the extension has no such schema and the helper is `simhash_<name>` of the
+/// extension's own schema. A schema of that name that is not the extension's own (one another role
+/// created meanwhile) is never called.
 ///
 /// # Safety
 /// As [`call`]; `fcinfo` must be the call's.
 pub unsafe fn call_helper(fcinfo: pg_sys::FunctionCallInfo, name: &str, args: &[Arg]) {
-    if pg_sys::get_namespace_oid(c"simhash_internal".as_ptr(), true) != pg_sys::InvalidOid {
+    if crate::catalog::internal_namespace() != pg_sys::InvalidOid {
         call("simhash_internal", name, args)
     } else {
         call(
@@ -170,6 +173,18 @@ pub unsafe fn call(schema: &str, function: &str, args: &[Arg]) {
     let sql = format!("SELECT {schema}.{function}({})", placeholders.join(", "));
     let status = connected(|| execute(&sql, args, false, 0));
     check(status, pg_sys::SPI_OK_SELECT, &format!("{function}()"));
+}
+
+/// Runs the statement `sql` (not read-only) and raises SQLSTATE XX000 naming `what` if SPI fails
+/// without an error of its own.
+///
+/// # Safety
+/// SPI must be connected.
+pub unsafe fn run(sql: &str, what: &str) {
+    let status = execute(sql, &[], false, 0);
+    if status < 0 {
+        check(status, pg_sys::SPI_OK_UTILITY, what);
+    }
 }
 
 /// Raises SQLSTATE XX000 naming `what` unless SPI returned `expected`.

@@ -29,7 +29,8 @@ extension_sql_file!(
         simhash_with_fold,
         simhash_fill_reset,
         simhash_fill_stash,
-        simhash_fill_value
+        simhash_fill_value,
+        simhash_internal::execute_as_owner
     ]
 );
 extension_sql_file!(

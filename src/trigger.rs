@@ -419,12 +419,17 @@ unsafe fn most_similar(
             .map(|old| ((*firing.td.tg_relation).rd_id, (*old).t_self)),
         rows: false,
     };
-    let best = crate::lsh::matches(&probe, Some(snapshot)).into_iter().next();
+    // As the owner, whatever the writer may SELECT: near-duplicates of rows it cannot see count too.
+    let best = crate::privileges::as_owner(setup.attached_table, true, || {
+        crate::lsh::matches(&probe, Some(snapshot))
+    })
+    .into_iter()
+    .next();
     let found = best.and_then(|m| {
         let (key_columns, nearest) = describe_row(
             &extension_schema(firing.fcinfo),
             att,
-            m.table,
+            (m.table, setup.attached_table),
             m.tid,
             Measure::Similarity(m.similarity),
             flag_attr,

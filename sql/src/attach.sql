@@ -315,6 +315,7 @@ DECLARE
   ddl_propagation text;
   dropped text;
   shards_table regclass;
+  derived regclass;
 BEGIN
   IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
                                         AND t.tgparentid <> 0) THEN
@@ -333,11 +334,29 @@ BEGIN
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
     ddl_propagation := current_setting('citus.enable_ddl_propagation');
     PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-    EXECUTE format('DROP VIEW IF EXISTS %I.%I', rel_schema, names.checked_view);
+    -- Each only when it is the attachment's, never by its name alone (docs/ARCHITECTURE.md §13.5): the
+    -- view reads the table; the tables belong to the table's owner.
+    derived := to_regclass(format('%I.%I', rel_schema, names.checked_view));
+    IF derived IS NOT NULL AND EXISTS (
+         SELECT FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+         WHERE r.ev_class = derived AND d.refclassid = 'pg_class'::regclass AND d.refobjid = att.table_name) THEN
+      EXECUTE format('DROP VIEW %s', derived);
+    END IF;
     PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
-    EXECUTE format('DROP TABLE IF EXISTS %I.%I, %I.%I', rel_schema, names.lock_table, rel_schema, names.registry_table);
+    FOREACH derived IN ARRAY ARRAY[to_regclass(format('%I.%I', rel_schema, names.lock_table)),
+                                   to_regclass(format('%I.%I', rel_schema, names.registry_table))] LOOP
+      CONTINUE WHEN derived IS NULL;
+      IF (SELECT c.relowner FROM pg_class c WHERE c.oid = derived)
+         = (SELECT c.relowner FROM pg_class c WHERE c.oid = att.table_name) THEN
+        EXECUTE format('DROP TABLE %s', derived);
+      ELSE
+        RAISE NOTICE 'simhash_detach: table % is left: its owner is not the owner of %', derived, att.table_name;
+      END IF;
+    END LOOP;
     shards_table := to_regclass(format('%I.%I', rel_schema, names.shards_table));
-    IF obj_description(shards_table, 'pg_class') LIKE 'simhash_ext: one row per shard of %' THEN
+    IF obj_description(shards_table, 'pg_class') LIKE 'simhash_ext: one row per shard of %'
+       AND (SELECT c.relowner FROM pg_class c WHERE c.oid = shards_table)
+           = (SELECT c.relowner FROM pg_class c WHERE c.oid = att.table_name) THEN
       EXECUTE format('DROP TABLE %s', shards_table);
     END IF;
   END IF;

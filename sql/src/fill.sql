@@ -29,9 +29,12 @@ DECLARE
   compute text := simhash_internal.fingerprint_sql(format('t.%I', text_column), method, tokenizer, shingle, weighting,
                                                    stopwords, fold);
 BEGIN
+  -- Each UPDATE runs as the table's owner (execute_as_owner): a trigger of the owner's that it fires
+  -- never runs with the rights of whoever attached the table or partition.
   IF (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
     -- A Citus table: one UPDATE that Citus runs on every shard (the fingerprint is computed there).
-    EXECUTE format('UPDATE %s t SET %I = %s', table_name, fingerprint_column, compute);
+    PERFORM simhash_internal.execute_as_owner(table_name, format('UPDATE %s t SET %I = %s', table_name,
+                                                                 fingerprint_column, compute));
     RETURN;
   END IF;
   -- Every table that holds rows: the table itself, or the leaf partitions of a partitioned one.
@@ -39,13 +42,11 @@ BEGIN
               UNION ALL
               SELECT p.relid FROM pg_partition_tree(table_name) p JOIN pg_class c ON c.oid = p.relid
               WHERE p.isleaf AND c.relkind = 'r' AND p.relid <> table_name LOOP
-    -- A read-only scan can run in parallel where an UPDATE cannot; the table is locked (the caller
-    -- altered it), so the row ctids stay valid.
-    EXECUTE format('CREATE TEMP TABLE simhash_attach_fill AS SELECT ctid AS row_id, %s AS fp FROM ONLY %s t',
-                   compute, leaf);
-    EXECUTE format('UPDATE ONLY %s t SET %2$I = f.fp FROM simhash_attach_fill f '
-                   'WHERE t.ctid = f.row_id AND t.%2$I IS DISTINCT FROM f.fp', leaf, fingerprint_column);
-    DROP TABLE simhash_attach_fill;
+    -- Only the rows that lack the right value are written (the fingerprint computed once per row);
+    -- the table is locked (the caller altered it), so the row ctids stay valid.
+    PERFORM simhash_internal.execute_as_owner(leaf, format(
+      'UPDATE ONLY %1$s t SET %2$I = f.fp FROM (SELECT t.ctid AS row_id, %3$s AS fp FROM ONLY %1$s t) f '
+      'WHERE t.ctid OPERATOR(pg_catalog.=) f.row_id AND t.%2$I IS DISTINCT FROM f.fp', leaf, fingerprint_column, compute));
   END LOOP;
 END
 $$;
