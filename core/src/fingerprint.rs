@@ -300,9 +300,9 @@ mod tests {
         assert_eq!(fingerprint("the of and", &d), None, "stop words are dropped");
     }
 
-    /// The README's quick start shows these features and values.
+    /// Golden features of an English sentence (stop words dropped, a repeated word weighted 1 + ln 2).
     #[test]
-    fn readme_quick_start_values() {
+    fn english_sentence_features() {
         let d = Options::default();
         let f = features(
             "The quick brown fox jumps over the lazy dog; the fox!",
