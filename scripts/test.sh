@@ -123,6 +123,9 @@ per_major_suites() {
         CARGO_PGRX_TEST_PGDATA="/tmp/simhash-pgrx-test/pgdata-$PG_MAJOR" cargo pgrx test "pg$PG_MAJOR"
 
     install_extension --release
+    # The suites install old versions (security.sql, search_path.sql: the upgrade window, updates):
+    # the frozen install scripts go beside the update scripts pgrx installed.
+    install -m 644 sql/simhash_ext--[0-9]*.[0-9]*.[0-9]*.sql "$("$PG_CONFIG" --sharedir)/extension/"
     log "pg_regress and isolation tests on PostgreSQL $PG_MAJOR, port $REGRESS_PORT"
     start_server "$REGRESS_DIR" "$REGRESS_PORT"
     trap 'stop_server "$REGRESS_DIR"' EXIT

@@ -235,3 +235,22 @@ pub unsafe fn internal_namespace() -> pg_sys::Oid {
         pg_sys::InvalidOid
     }
 }
+
+/// Whether the extension's SQL is 0.8.0's or newer, whose fills run as a table's owner
+/// (`simhash_internal.execute_as_owner` exists): older SQL, left by a library installed before
+/// `ALTER EXTENSION ... UPDATE`, fills through a temporary table, which a security-restricted
+/// operation may not create.
+///
+/// # Safety
+/// Runs SPI: call where a query may run.
+pub unsafe fn owner_fills() -> bool {
+    internal_namespace() != pg_sys::InvalidOid
+        && crate::spi::connected(|| {
+            crate::spi::one_utf8(
+                "SELECT pg_catalog.convert_to(pg_catalog.to_regprocedure(\
+                   'simhash_internal.execute_as_owner(pg_catalog.regclass, pg_catalog.text)')::pg_catalog.text, 'UTF8')",
+                &[],
+            )
+        })
+        .is_some()
+}

@@ -375,14 +375,20 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 let partition = relation_of((*((*cmd).def as *mut pg_sys::PartitionCmd)).name);
                 let parent = relation_of(stmt.relation);
                 if parent != pg_sys::InvalidOid && partition != pg_sys::InvalidOid {
-                    // Work done for the table, as its owner (docs/ARCHITECTURE.md §13.3).
-                    crate::privileges::as_owner(partition, false, || {
+                    let prepare = || {
                         crate::spi::call_helper(
                             fcinfo,
                             "prepare_partition",
                             &[crate::spi::Arg::Oid(parent), crate::spi::Arg::Oid(partition)],
                         )
-                    });
+                    };
+                    // Work done for the table, as its owner (docs/ARCHITECTURE.md §13.3); the SQL of
+                    // 0.7.0 or older (not updated yet) as before.
+                    if crate::catalog::owner_fills() {
+                        crate::privileges::as_owner(partition, false, prepare);
+                    } else {
+                        prepare();
+                    }
                 }
             }
         }

@@ -365,7 +365,7 @@ mod tests {
 
     #[pg_test]
     fn attachment_contract() {
-        use crate::attachment::{split_quoted, Attachment, Mode, RowKey};
+        use crate::attachment::{split_quoted, unquote, Attachment, Mode, RowKey};
         for mode in [Mode::None, Mode::Error, Mode::Skip, Mode::Flag] {
             assert_eq!(Mode::parse(mode.name()), Some(mode));
         }
@@ -401,11 +401,18 @@ mod tests {
         assert_eq!(split_quoted("a, \"b, c\", d"), ["a", "\"b, c\"", "d"]);
         let key = RowKey::Columns(vec!["site".into(), "id".into()]);
         assert_eq!(key.names(), "site, id");
-        assert_eq!(key.message_sql("t"), "concat_ws(', ', t.site::text, t.id::text)");
-        assert_eq!(key.value_sql("t"), "ROW(t.site, t.id)::text");
+        assert_eq!(
+            key.message_sql("t"),
+            "pg_catalog.concat_ws(', ', t.site::pg_catalog.text, t.id::pg_catalog.text)"
+        );
+        assert_eq!(key.value_sql("t"), "ROW(t.site, t.id)::pg_catalog.text");
         let ctid = RowKey::Ctid { partitioned: true };
         assert_eq!(ctid.names(), "tableoid, ctid");
-        assert_eq!(ctid.value_sql("t"), "ROW(t.tableoid::regclass, t.ctid)::text");
+        assert_eq!(
+            ctid.value_sql("t"),
+            "ROW(t.tableoid::pg_catalog.regclass, t.ctid)::pg_catalog.text"
+        );
+        assert_eq!(unquote("\"a \"\"b\"\"\""), "a \"b\"");
     }
 
     #[pg_test(error = "invalid value for option \"max_distance\": 17; allowed: an integer from 0 to 16")]

@@ -141,13 +141,14 @@ RESET ROLE;
 SELECT id FROM sec_feed ORDER BY id;
 SELECT id FROM sec_feed_m ORDER BY id;
 
--- Under row-level security (FORCE included, for the owner's own writes) near-duplicates of rows
--- the writer cannot see are rejected too, without naming them.
+-- Under row-level security near-duplicates of rows the writer cannot see are rejected too, without
+-- naming them; the tables belong to a role whose policies (FORCE ROW LEVEL SECURITY) hide the row
+-- from the owner too: the check sees it anyway, as a foreign-key check would.
 CREATE TABLE sec_inbox (id int PRIMARY KEY, owner name NOT NULL DEFAULT current_user, body text);
 SELECT simhash_attach('sec_inbox', 'body', on_duplicate => 'error');
 CREATE TABLE sec_inbox_m (id int PRIMARY KEY, owner name NOT NULL DEFAULT current_user, body text);
 SELECT simhash_attach('sec_inbox_m', 'body', on_duplicate => 'error', method => 'minhash');
-INSERT INTO sec_inbox VALUES (1, 'regress_simhash_other', 'Reminder: the quarterly tax filing is due on the fifteenth, and late filings pay a penalty.');
+INSERT INTO sec_inbox VALUES (1, 'regress_simhash_mallory', 'Reminder: the quarterly tax filing is due on the fifteenth, and late filings pay a penalty.');
 INSERT INTO sec_inbox_m SELECT id, owner, body FROM sec_inbox;
 DO $$
 DECLARE t text;
@@ -157,6 +158,7 @@ BEGIN
     EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
     EXECUTE format('CREATE POLICY own ON %I USING (owner = current_user)', t);
     EXECUTE format('GRANT SELECT, INSERT ON %I TO regress_simhash_writer', t);
+    EXECUTE format('ALTER TABLE %I OWNER TO regress_simhash_other', t);
   END LOOP;
 END $$;
 SET ROLE regress_simhash_writer;
@@ -206,6 +208,33 @@ RESET ROLE;
 ALTER TABLE sec_events ATTACH PARTITION sec_m_part FOR VALUES FROM (100) TO (200);
 SELECT who, superuser FROM sec_log;
 SELECT id, body_simhash IS NOT NULL AS filled FROM sec_events ORDER BY id;
+
+-- 6. The extension's internal schema is found by membership, not by name: with the SQL of 0.3.0
+-- (the new library installed, ALTER EXTENSION ... UPDATE not yet run), a schema simhash_internal
+-- made by mallory is never called, and the update to the current version refuses to take it over.
+\set regress_db :DBNAME
+CREATE DATABASE sec_window;
+GRANT CREATE ON DATABASE sec_window TO regress_simhash_mallory;
+\c sec_window
+\set SHOW_CONTEXT never
+CREATE EXTENSION simhash_ext VERSION '0.3.0';
+CREATE TABLE win (id int, body text, PRIMARY KEY (id)) PARTITION BY RANGE (id);
+CREATE TABLE win_1 PARTITION OF win FOR VALUES FROM (1) TO (100);
+SELECT simhash_attach('win', 'body');
+SET ROLE regress_simhash_mallory;
+CREATE SCHEMA simhash_internal;
+CREATE FUNCTION simhash_internal.prepare_partition(regclass, regclass) RETURNS void LANGUAGE plpgsql
+  AS $$ BEGIN RAISE EXCEPTION 'mallory''s prepare_partition ran as %', current_user; END $$;
+GRANT USAGE ON SCHEMA simhash_internal TO PUBLIC;
+RESET ROLE;
+CREATE TABLE win_2 (id int, body text, PRIMARY KEY (id));
+INSERT INTO win_2 VALUES (100, 'The night train to the coast now stops at the new station by the university.');
+ALTER TABLE win ATTACH PARTITION win_2 FOR VALUES FROM (100) TO (200);
+SELECT id, body_simhash IS NOT NULL AS filled FROM win ORDER BY id;
+ALTER EXTENSION simhash_ext UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'simhash_ext';
+\c :regress_db
+DROP DATABASE sec_window;
 
 DROP TABLE sec_hr, sec_hr_m, sec_notes, sec_parts, sec_notes_m, sec_feed, sec_feed_m, sec_inbox, sec_inbox_m,
   sec_flagged, sec_log, sec_events;
