@@ -1172,33 +1172,33 @@ COMMENT ON FUNCTION simhash_internal.rename_column(regclass, name, name) IS
 DO $$
 DECLARE
   att record;
-  rel text;
-  ddl_propagation text := current_setting('citus.enable_ddl_propagation', true);
+  rel pg_catalog.text;
+  ddl_propagation pg_catalog.text := pg_catalog.current_setting('citus.enable_ddl_propagation', true);
 BEGIN
   IF ddl_propagation IS NOT NULL THEN
-    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+    PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
   END IF;
   FOR att IN SELECT a.table_name, a.text_column, n.nspname, c.relname, o.registered_column, o.checked_view
              FROM @extschema@.simhash_attachments() a
-             JOIN pg_catalog.pg_class c ON c.oid = a.table_name
-             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.table_name
+             JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
              CROSS JOIN LATERAL simhash_internal.object_names(a.table_name, a.text_column) o
-             WHERE a.registry AND (SELECT d.method FROM simhash_internal.distribution(a.table_name) d) = 'h' LOOP
+             WHERE a.registry AND (SELECT d.method FROM simhash_internal.distribution(a.table_name) d) OPERATOR(pg_catalog.=) 'h' LOOP
     -- This node's copy of the table and its shards here (shard_name() leaves the schema out for public).
     FOR rel IN EXECUTE
-        'SELECT format(''%I.%I'', $2, $3) '
-        'UNION ALL SELECT CASE WHEN $2 = ''public'' THEN ''public.'' ELSE '''' END || pg_catalog.shard_name($1, s.shardid) '
-        'FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid '
-        'WHERE s.logicalrelid = $1 AND p.groupid = (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l)'
+        'SELECT pg_catalog.format(''%I.%I'', $2, $3) '
+        'UNION ALL SELECT CASE WHEN $2 OPERATOR(pg_catalog.=) ''public'' THEN ''public.'' ELSE '''' END OPERATOR(pg_catalog.||) pg_catalog.shard_name($1, s.shardid) '
+        'FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid '
+        'WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1 AND p.groupid OPERATOR(pg_catalog.=) (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l)'
         USING att.table_name, att.nspname, att.relname LOOP
-      EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT simhash_internal.registry_unchecked(%L, %L, %L)',
-                     rel, att.registered_column, format('%I.%I', att.nspname, att.relname), att.text_column,
-                     format('%I.%I', att.nspname, att.checked_view));
+      EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT simhash_internal.registry_unchecked(%L, %L, %L)',
+                     rel, att.registered_column, pg_catalog.format('%I.%I', att.nspname, att.relname), att.text_column,
+                     pg_catalog.format('%I.%I', att.nspname, att.checked_view));
     END LOOP;
     PERFORM simhash_internal.registry_view(att.table_name, att.text_column);
   END LOOP;
   IF ddl_propagation IS NOT NULL THEN
-    PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+    PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', ddl_propagation, true);
   END IF;
 END
 $$;

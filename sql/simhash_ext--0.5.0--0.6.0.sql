@@ -586,11 +586,11 @@ DO $$
 DECLARE
   t record;
 BEGIN
-  FOR t IN SELECT format('%I.%I', n.nspname, c.relname) AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-           JOIN pg_trigger g ON g.tgfoid = 'simhash_internal.registry_insert()'::regprocedure
-           JOIN pg_class v ON v.oid = g.tgrelid AND v.relnamespace = c.relnamespace
-           WHERE c.relkind IN ('r', 'p')
-             AND c.relname IN (regexp_replace(v.relname, '_checked$', '_registry'), regexp_replace(v.relname, '_checked$', '_registry_locks'))
+  FOR t IN SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+           JOIN pg_catalog.pg_trigger g ON g.tgfoid OPERATOR(pg_catalog.=) 'simhash_internal.registry_insert()'::pg_catalog.regprocedure
+           JOIN pg_catalog.pg_class v ON v.oid OPERATOR(pg_catalog.=) g.tgrelid AND v.relnamespace OPERATOR(pg_catalog.=) c.relnamespace
+           WHERE c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'p']::pg_catalog."char"[])
+             AND c.relname OPERATOR(pg_catalog.=) ANY (ARRAY[pg_catalog.regexp_replace(v.relname, '_checked$', '_registry'), pg_catalog.regexp_replace(v.relname, '_checked$', '_registry_locks')])
            ORDER BY 1 LOOP
     RAISE WARNING 'simhash_ext 0.6.0 no longer reads or writes table %', t.name
       USING HINT = 'Drop it to free its space: the registry check now searches the table itself.';
