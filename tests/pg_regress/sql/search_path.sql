@@ -246,9 +246,15 @@ ORDER BY (n.item).id;
 SELECT (n.item).id, (n.item).day, n.distance FROM public.simhash_near_duplicates(NULL::public.sh_part, :'near5') n
 ORDER BY n.distance, (n.item).id;
 SELECT c.matches FROM public.simhash_lookup_cost('public.sh_none', (SELECT s.body_simhash FROM public.sh_none s WHERE s.id OPERATOR(pg_catalog.=) 5)) c;
+-- The SQL simhash_near_duplicates_sql() returns is the caller's own query, for EXPLAIN: it names
+-- operators bare, as a query typed by the caller would (the extension runs it with search_path
+-- pg_catalog, docs/ARCHITECTURE.md §13.2). Made under the shadows, run without them.
 SELECT 'SELECT (q.item).id, q.distance FROM (' OPERATOR(pg_catalog.||)
-       public.simhash_near_duplicates_sql('public.sh_none', s.body_simhash, 3) OPERATOR(pg_catalog.||) ') q ORDER BY 2, 1'
-FROM public.sh_none s WHERE s.id OPERATOR(pg_catalog.=) 5 \gexec
+       public.simhash_near_duplicates_sql('public.sh_none', s.body_simhash, 3) OPERATOR(pg_catalog.||) ') q ORDER BY 2, 1' AS query
+FROM public.sh_none s WHERE s.id OPERATOR(pg_catalog.=) 5 \gset lookup_
+SET search_path = pg_catalog, public;
+:lookup_query;
+SET search_path = shadow, public, pg_catalog;
 SELECT p.key_a, p.key_b, p.distance FROM public.simhash_pairs('public.sh_none') p ORDER BY p.key_a, p.key_b;
 SELECT p.key_a, p.key_b, p.similarity OPERATOR(pg_catalog.>=) 0.8 AS similar FROM public.simhash_pairs('public.mh_none') p
 ORDER BY p.key_a, p.key_b;
