@@ -145,20 +145,7 @@ unsafe fn plan_of(probe: &Probe) -> pg_sys::SPIPlanPtr {
 /// a table attached empty kept a sequential scan per row). An error unwinds the setting with the
 /// transaction.
 unsafe fn with_index_scans<T>(f: impl FnOnce() -> T) -> T {
-    let level = pg_sys::NewGUCNestLevel();
-    pg_sys::set_config_option(
-        c"enable_seqscan".as_ptr(),
-        c"off".as_ptr(),
-        pg_sys::GucContext::PGC_USERSET,
-        pg_sys::GucSource::PGC_S_SESSION,
-        pg_sys::GucAction::GUC_ACTION_SAVE,
-        true,
-        0,
-        false,
-    );
-    let value = f();
-    pg_sys::AtEOXact_GUC(true, level);
-    value
+    crate::privileges::with_setting(c"enable_seqscan", c"off", f)
 }
 
 /// `keys` as a `bigint[]` datum.

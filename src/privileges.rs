@@ -118,18 +118,16 @@ impl Drop for Restore {
     }
 }
 
-/// Runs `f` (statements through SPI) with `search_path` set to `pg_catalog, pg_temp`, as a
-/// function's `SET search_path` clause would: whatever the caller's search path holds, no name in
-/// them resolves to another role's function, operator or type. An error unwinds the setting with
-/// the (sub)transaction.
+/// Runs `f` with the setting `name` at `value` for its duration, as a function's `SET` clause would
+/// (a new GUC nest level, undone afterwards or by the (sub)transaction's abort).
 ///
 /// # Safety
-/// Call where a query may run.
-pub unsafe fn with_safe_search_path<T>(f: impl FnOnce() -> T) -> T {
+/// Call in a transaction.
+pub unsafe fn with_setting<T>(name: &std::ffi::CStr, value: &std::ffi::CStr, f: impl FnOnce() -> T) -> T {
     let level = pg_sys::NewGUCNestLevel();
     pg_sys::set_config_option(
-        c"search_path".as_ptr(),
-        SAFE_SEARCH_PATH.as_ptr(),
+        name.as_ptr(),
+        value.as_ptr(),
         pg_sys::GucContext::PGC_USERSET,
         pg_sys::GucSource::PGC_S_SESSION,
         pg_sys::GucAction::GUC_ACTION_SAVE,
@@ -137,9 +135,19 @@ pub unsafe fn with_safe_search_path<T>(f: impl FnOnce() -> T) -> T {
         0,
         false,
     );
-    let value = f();
+    let result = f();
     pg_sys::AtEOXact_GUC(true, level);
-    value
+    result
+}
+
+/// Runs `f` (statements through SPI) with `search_path` set to `pg_catalog, pg_temp`: whatever the
+/// caller's search path holds, no name in them resolves to another role's function, operator or
+/// type.
+///
+/// # Safety
+/// Call where a query may run.
+pub unsafe fn with_safe_search_path<T>(f: impl FnOnce() -> T) -> T {
+    with_setting(c"search_path", SAFE_SEARCH_PATH, f)
 }
 
 /// Runs `f` as the owner of table `relid` in a security-restricted operation, as PostgreSQL runs the
