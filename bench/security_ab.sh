@@ -31,30 +31,8 @@ DIR=${SEC_DIR:-/tmp/security-ab}
 
 declare -A PREFIX=([A]=$A [B]=$B) PORTS=([A]=$PORT [B]=$((PORT + 1)))
 
-sql() { # build, psql arguments
-    local build=$1
-    shift
-    "${PREFIX[$build]}/bin/psql" -h /tmp -p "${PORTS[$build]}" -U postgres -qXAt -v ON_ERROR_STOP=1 "$@"
-}
-
-stop_all() {
-    for build in A B; do
-        [ -f "$DIR/$build/postmaster.pid" ] &&
-            runuser -u postgres -- "${PREFIX[$build]}/bin/pg_ctl" -D "$DIR/$build" -w stop -m fast >/dev/null
-    done
-    return 0
-}
-
-rm -rf "$DIR"
-install -d -o postgres -g postgres "$DIR"
-trap stop_all EXIT
-for build in A B; do
-    runuser -u postgres -- "${PREFIX[$build]}/bin/initdb" -D "$DIR/$build" -A trust -E UTF8 --locale=C.UTF-8 >/dev/null
-    env -u RUST_BACKTRACE -u RUST_LIB_BACKTRACE runuser -u postgres -- "${PREFIX[$build]}/bin/pg_ctl" \
-        -D "$DIR/$build" -l "$DIR/$build.log" -w start -o "-p ${PORTS[$build]} -k /tmp \
-        -c listen_addresses='' -c shared_buffers=256MB -c max_parallel_workers_per_gather=0 \
-        -c autovacuum=off -c fsync=off" >/dev/null
-done
+source "$(dirname "${BASH_SOURCE[0]}")/ab_lib.sh"
+start_all 256MB
 
 setup=$(
     cat <<SQL
