@@ -1,8 +1,8 @@
 -- simhash_ext 0.7.0 -> 0.8.0 (docs/ARCHITECTURE.md §12.1, §13): work done for a table runs as its
 -- owner. simhash_internal.execute_as_owner() runs a fill's UPDATE as the table's owner in a
 -- security-restricted operation; simhash_internal.fill() uses it (and no temporary table, which such
--- an operation may not create); simhash_detach() drops a registry's view and tables only when they
--- belong to the attachment. The rest of 0.8.0 (checks of lookups, the owner's rights in the duplicate
+-- an operation may not create), and so does simhash_attach() for its rewrite of the table;
+-- simhash_detach() drops a registry's view and tables only when they belong to the attachment. The rest of 0.8.0 (checks of lookups, the owner's rights in the duplicate
 -- check, the lock tag) is in the library.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.8.0'" to load this file. \quit
 
@@ -126,6 +126,285 @@ BEGIN
                          || CASE WHEN att.registry THEN names.registered_column::name END);
   IF dropped IS NOT NULL THEN
     EXECUTE format('ALTER TABLE %s %s', att.table_name, dropped);
+  END IF;
+END
+$$;
+
+-- sql/src/attach.sql
+CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
+                               shingle int DEFAULT NULL, weighting text DEFAULT NULL,
+                               stopwords boolean DEFAULT NULL, fold text DEFAULT NULL, scope name DEFAULT NULL,
+                               registry boolean DEFAULT false, min_length int DEFAULT 0,
+                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  nbands int;
+  rel_schema name;
+  rel_name name;
+  dist_method "char";
+  dist_column name;
+  unsafe_triggers text;
+  scope_type regtype;
+  args bytea;
+  att @extschema@.simhash_attachment;
+  existing @extschema@.simhash_attachment;
+  missing text;
+  names record;
+  fp name;
+  kind "char";
+  is_partition boolean;
+  column_type regtype;
+  key_type text := 'text';
+  bands text;
+  wanted name[];
+  taken name;
+  taken_in regclass;
+  minhash boolean;
+  compute text;
+BEGIN
+  IF table_name IS NULL OR text_column IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
+  -- check the method, max_distance or threshold, on_duplicate, the text options (NULL: the
+  -- method's default), min_length, and the length of the names derived from the column (42622).
+  -- The names, and the options with their defaults filled in, come from them.
+  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
+  fp := att.fingerprint_column;
+  minhash := att.method = 'minhash';
+
+  SELECT c.relkind, c.relispartition INTO kind, is_partition FROM pg_class c WHERE c.oid = table_name;
+  IF kind NOT IN ('r', 'p') THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is not a table', table_name
+      USING ERRCODE = '42809', HINT = 'Views, materialized views and foreign tables cannot be attached.';
+  END IF;
+  IF is_partition THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is a partition of "%"', table_name, pg_partition_root(table_name)
+      USING ERRCODE = '42809',
+            HINT = format('Attach the partitioned table %s: its partitions get the columns, indexes and trigger.',
+                          pg_partition_root(table_name));
+  END IF;
+  IF kind = 'p' AND EXISTS (SELECT FROM pg_partition_tree(table_name) p JOIN pg_class c ON c.oid = p.relid
+                            WHERE c.relkind = 'f') THEN
+    RAISE EXCEPTION 'simhash_attach: partitioned table "%" has a foreign table as a partition', table_name
+      USING ERRCODE = '42809', HINT = 'Band indexes cannot be built on a foreign table.';
+  END IF;
+  SELECT d.method, d.distribution_column INTO dist_method, dist_column
+  FROM simhash_internal.distribution(table_name) d;
+  IF dist_method IS NOT NULL AND dist_method <> 'h' THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is a Citus reference table or Citus local table', table_name
+      USING ERRCODE = '0A000', HINT = 'Attach an ordinary table or a hash-distributed one (create_distributed_table).';
+  END IF;
+  IF dist_method IS NOT NULL AND kind = 'p' THEN
+    RAISE EXCEPTION 'simhash_attach: "%" is a distributed partitioned table', table_name
+      USING ERRCODE = '0A000', HINT = 'Attach a distributed table that is not partitioned, or a partitioned table that is not distributed.';
+  END IF;
+  IF scope IS NOT NULL THEN
+    SELECT a.atttypid::regtype INTO scope_type FROM pg_attribute a
+    WHERE a.attrelid = table_name AND a.attname = scope AND a.attnum > 0 AND NOT a.attisdropped;
+    IF scope_type IS NULL THEN
+      RAISE EXCEPTION 'column "%" of relation "%" does not exist', scope, table_name USING ERRCODE = '42703';
+    END IF;
+    -- Rows are in one scope when their values are equal by the type's default equality.
+    BEGIN
+      EXECUTE format('SELECT NULL::%s = NULL::%s', scope_type, scope_type);
+    EXCEPTION WHEN undefined_function THEN
+      RAISE EXCEPTION 'simhash_attach: column "%" has type %, which has no equality operator', scope, scope_type
+        USING ERRCODE = '42883', HINT = 'Scope duplicate checks by a column of a type with a default equality.';
+    END;
+  END IF;
+  IF registry AND (dist_method IS DISTINCT FROM 'h' OR scope IS NOT NULL OR on_duplicate = 'none') THEN
+    RAISE EXCEPTION 'simhash_attach: registry => true is for near-duplicate checks across a hash-distributed table'
+      USING ERRCODE = '22023',
+            HINT = 'Use it on a table distributed with create_distributed_table(), with on_duplicate ''error'', ''skip'' or ''flag'' and without scope.';
+  END IF;
+  IF dist_method = 'h' AND NOT registry AND scope IS DISTINCT FROM dist_column AND (scope IS NOT NULL OR on_duplicate <> 'none') THEN
+    RAISE EXCEPTION 'simhash_attach: on distributed table "%", near-duplicates can be rejected only among rows with the same "%"',
+      table_name, dist_column
+      USING ERRCODE = '0A000',
+            DETAIL = format('The trigger runs on each shard and sees that shard''s rows only; the rows with one value of '
+                            'the distribution column %I are on one shard, other rows are not.', dist_column),
+            HINT = format('Attach with scope => %L (near-duplicates per %s), %sor with on_duplicate => ''none''.',
+                          dist_column, dist_column, CASE WHEN minhash THEN '' -- MinHash has no registry (0A000)
+                          ELSE 'with registry => true (near-duplicates across the table, written through a view), ' END);
+  END IF;
+  SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END::regtype INTO column_type
+  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+  WHERE a.attrelid = table_name AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+  IF column_type IS NULL THEN
+    RAISE EXCEPTION 'column "%" of relation "%" does not exist', text_column, table_name USING ERRCODE = '42703';
+  END IF;
+  IF column_type NOT IN ('text'::regtype, 'character varying'::regtype, 'character'::regtype) THEN
+    RAISE EXCEPTION 'simhash_attach: column "%" has type %, not text', text_column, column_type
+      USING ERRCODE = '42804', HINT = 'Attach a text, varchar or char column.';
+  END IF;
+  SELECT s.* INTO existing FROM @extschema@.simhash_attachments() s
+  WHERE s.table_name = simhash_attach.table_name AND s.text_column = simhash_attach.text_column;
+  IF FOUND THEN
+    -- Columns of the attachment dropped by hand (while the event trigger was disabled, or before
+    -- 0.4.0 refused it) break it: detach removes what is left.
+    SELECT string_agg(quote_ident(c), ', ') INTO missing
+    FROM unnest(existing.fingerprint_column || existing.band_columns || existing.flag_column) c
+    WHERE c IS NOT NULL AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = table_name AND a.attname = c
+                                                                     AND a.attnum > 0 AND NOT a.attisdropped);
+    IF missing IS NOT NULL THEN
+      RAISE EXCEPTION 'column "%" of "%" is already attached, but columns it added are gone: %', text_column, table_name, missing
+        USING ERRCODE = '42710', HINT = 'Detach it with simhash_detach(), which removes what is left, and attach it again.';
+    END IF;
+    RAISE EXCEPTION 'column "%" of "%" is already attached', text_column, table_name
+      USING ERRCODE = '42710', HINT = 'Detach it first with simhash_detach().';
+  END IF;
+
+  -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
+  -- radius of the query's (generalized pigeonhole, src/search.rs).
+  nbands := cardinality(att.band_columns);
+  -- Every name the attach would create is checked before anything changes (a partition has the
+  -- columns of its partitioned table, but triggers of its own).
+  wanted := ARRAY[fp] || att.band_columns
+            || CASE WHEN att.flag_column IS NOT NULL THEN ARRAY[att.flag_column] ELSE '{}' END
+            || CASE WHEN registry THEN ARRAY[names.registered_column::name] ELSE '{}' END;
+  SELECT a.attname INTO taken FROM pg_attribute a
+  WHERE a.attrelid = table_name AND a.attname = ANY (wanted) AND a.attnum > 0 AND NOT a.attisdropped
+  ORDER BY a.attnum LIMIT 1;
+  IF taken IS NOT NULL THEN
+    RAISE EXCEPTION 'simhash_attach: column "%" of relation "%" already exists', taken, table_name
+      USING ERRCODE = '42701',
+            HINT = format('Attaching column %I adds the columns %s: rename or drop column %I first.',
+                          text_column, array_to_string(wanted, ', '), taken);
+  END IF;
+  SELECT t.tgrelid INTO taken_in FROM pg_trigger t
+  WHERE t.tgrelid IN (SELECT simhash_attach.table_name UNION ALL SELECT p.relid FROM pg_partition_tree(table_name) p)
+    AND t.tgname = names.trigger_name
+  LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', names.trigger_name, taken_in
+      USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
+  END IF;
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = names.check_trigger_name) THEN
+    RAISE EXCEPTION 'simhash_attach: trigger "%" for relation "%" already exists', names.check_trigger_name,
+      table_name USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
+  END IF;
+  IF on_duplicate = 'flag' AND (SELECT count(*) FROM simhash_internal.primary_key(table_name)) = 1 THEN
+    SELECT p.atttype INTO key_type FROM simhash_internal.primary_key(table_name) p;
+  END IF;
+  IF registry THEN
+    SELECT n.nspname, c.relname INTO rel_schema, rel_name
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = table_name;
+    IF octet_length(names.checked_view) > 63 THEN
+      RAISE EXCEPTION 'simhash_attach: table and column names "%", "%" are too long to derive the registry''s view name from',
+        rel_name, text_column USING ERRCODE = '42622';
+    END IF;
+    IF NOT EXISTS (SELECT FROM simhash_internal.primary_key(table_name)) THEN
+      RAISE EXCEPTION 'simhash_attach: registry => true needs a primary key on "%"', table_name
+        USING ERRCODE = '0A000', HINT = 'A rejection names the near-duplicate it found by its key.';
+    END IF;
+    IF to_regclass(format('%I.%I', rel_schema, names.shards_table)) IS NOT NULL THEN
+      RAISE EXCEPTION 'simhash_attach: relation "%" already exists', names.shards_table
+        USING ERRCODE = '42P07', HINT = 'registry => true makes a table of that name: rename or drop that one.';
+    END IF;
+  END IF;
+
+  -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
+  -- the band columns are generated from it. On a partitioned table each statement below reaches
+  -- every partition: the columns are inherited, the indexes partitioned, the trigger cloned.
+  EXECUTE format('ALTER TABLE %s ADD COLUMN %I %s%s', table_name, fp, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END,
+                 CASE WHEN registry THEN format(', ADD COLUMN %I bigint', names.registered_column) ELSE '' END);
+  IF dist_method IS NOT NULL THEN
+    -- A Citus table: an UPDATE on every shard, then the band columns.
+    PERFORM simhash_internal.fill(table_name, text_column, fp, att.tokenizer, att.shingle, att.weighting, att.stopwords,
+                                  att.fold, att.method);
+  END IF;
+  IF registry THEN
+    -- The rows already there count as registered (their near-duplicates stay). Before the band
+    -- columns, whose rewrite of the table leaves out the row versions these UPDATEs left behind.
+    PERFORM simhash_internal.execute_as_owner(table_name, format('UPDATE %s t SET %I = t.%I', table_name,
+                                                                 names.registered_column, fp));
+  END IF;
+  IF minhash THEN
+    -- One array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md §6.11).
+    bands := format('ADD COLUMN %I bigint[] GENERATED ALWAYS AS (@extschema@.minhash_bands(%I)) STORED',
+                    att.band_columns[1], fp);
+  ELSE
+    SELECT string_agg(format('ADD COLUMN %I int GENERATED ALWAYS AS (@extschema@.simhash_band(%I, %s, %s)) STORED',
+                             b.name, fp, b.i - 1, nbands), ', ' ORDER BY b.i)
+    INTO bands FROM unnest(att.band_columns) WITH ORDINALITY b(name, i);
+  END IF;
+  IF att.flag_column IS NOT NULL THEN
+    bands := bands || format(', ADD COLUMN %I %s', att.flag_column, key_type);
+  END IF;
+  IF dist_method IS NULL AND minhash THEN
+    -- One rewrite computes every row's signature (ALTER COLUMN ... TYPE ... USING runs before the
+    -- ADD COLUMNs of the same statement, so the band keys are generated from the new signature).
+    compute := simhash_internal.fingerprint_sql(quote_ident(text_column), att.method, att.tokenizer, att.shingle,
+                                                att.weighting, att.stopwords, att.fold);
+    bands := format('ALTER COLUMN %I TYPE bytea USING %s, ', fp, compute) || bands;
+  ELSIF dist_method IS NULL THEN
+    -- One rewrite of the table (of each partition) writes every row once with its fingerprint and
+    -- bands: ALTER COLUMN ... TYPE ... USING, run before the ADD COLUMNs of the same statement,
+    -- fills the new column, and the generated band columns are computed from the new row. (Filling
+    -- the column with an UPDATE first would write a second version of every row, then rewrite both.)
+    -- The rewrite runs in this process alone: the fingerprints are computed before it by a parallel
+    -- scan, and the rewrite takes each row's (simhash_fill_value, src/fill.rs).
+    RAISE DEBUG 'simhash_attach: fingerprinting';
+    PERFORM simhash_internal.fill_collect(table_name, text_column, att.tokenizer, att.shingle, att.weighting,
+                                          att.stopwords, att.fold);
+    bands := format('ALTER COLUMN %I TYPE bigint USING simhash_internal.fill_value(tableoid, ctid, %I, %L, %s, %L, %L, %L), ',
+                    fp, text_column, att.tokenizer, att.shingle, att.weighting, att.stopwords, att.fold) || bands;
+  END IF;
+  RAISE DEBUG 'simhash_attach: writing fingerprints and bands';
+  IF dist_method IS NULL THEN
+    -- As the table's owner (docs/ARCHITECTURE.md §13.3): a generated column or constraint of the
+    -- owner's that the rewrite evaluates never runs with the rights of whoever attaches the table.
+    PERFORM simhash_internal.execute_as_owner(table_name, format('ALTER TABLE %s %s', table_name, bands));
+  ELSE
+    EXECUTE format('ALTER TABLE %s %s', table_name, bands);
+  END IF;
+  PERFORM simhash_internal.fill_reset();
+  RAISE DEBUG 'simhash_attach: building band indexes';
+  IF minhash THEN
+    -- Candidates are the rows sharing a band key with the query (`&&`); the signature, read from
+    -- the heap, decides. Without a pending list (fastupdate off) every write and lookup costs the
+    -- same: with one, lookups read all of it until the next vacuum (bench/results/minhash_cost.md).
+    EXECUTE format('CREATE INDEX ON %s USING gin (%I) WITH (fastupdate = off)', table_name, att.band_columns[1]);
+  ELSE
+    FOR i IN 1 .. nbands LOOP
+      -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
+      -- A registry's check also reads the distribution column from them (sql/src/registry.sql).
+      EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I%s)', table_name, att.band_columns[i], fp,
+                     CASE WHEN registry THEN format(', %I', dist_column) ELSE '' END);
+    END LOOP;
+  END IF;
+  IF dist_method IS NOT NULL THEN
+    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
+    -- this trigger reads nothing but its own shard.
+    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
+  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                 names.trigger_name, table_name,
+                 (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
+  IF dist_method IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+  END IF;
+  IF registry THEN
+    -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
+    -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
+    PERFORM simhash_internal.registry_view(table_name, text_column);
+    PERFORM simhash_internal.registry_shards(table_name, text_column);
+  END IF;
+  IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition AND dist_method IS NULL AND scope IS NULL
+     AND NOT registry AND NOT minhash THEN
+    -- The duplicate check of INSERTs, once per statement for all its rows (src/deferred.rs).
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                   names.check_trigger_name, table_name,
+                   (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
   END IF;
 END
 $$;

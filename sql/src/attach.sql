@@ -192,7 +192,8 @@ BEGIN
   IF registry THEN
     -- The rows already there count as registered (their near-duplicates stay). Before the band
     -- columns, whose rewrite of the table leaves out the row versions these UPDATEs left behind.
-    EXECUTE format('UPDATE %s t SET %I = t.%I', table_name, names.registered_column, fp);
+    PERFORM simhash_internal.execute_as_owner(table_name, format('UPDATE %s t SET %I = t.%I', table_name,
+                                                                 names.registered_column, fp));
   END IF;
   IF minhash THEN
     -- One array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md §6.11).
@@ -226,7 +227,13 @@ BEGIN
                     fp, text_column, att.tokenizer, att.shingle, att.weighting, att.stopwords, att.fold) || bands;
   END IF;
   RAISE DEBUG 'simhash_attach: writing fingerprints and bands';
-  EXECUTE format('ALTER TABLE %s %s', table_name, bands);
+  IF dist_method IS NULL THEN
+    -- As the table's owner (docs/ARCHITECTURE.md §13.3): a generated column or constraint of the
+    -- owner's that the rewrite evaluates never runs with the rights of whoever attaches the table.
+    PERFORM simhash_internal.execute_as_owner(table_name, format('ALTER TABLE %s %s', table_name, bands));
+  ELSE
+    EXECUTE format('ALTER TABLE %s %s', table_name, bands);
+  END IF;
   PERFORM simhash_internal.fill_reset();
   RAISE DEBUG 'simhash_attach: building band indexes';
   IF minhash THEN

@@ -208,6 +208,19 @@ RESET ROLE;
 ALTER TABLE sec_events ATTACH PARTITION sec_m_part FOR VALUES FROM (100) TO (200);
 SELECT who, superuser FROM sec_log;
 SELECT id, body_simhash IS NOT NULL AS filled FROM sec_events ORDER BY id;
+-- The same for attach's rewrite of a table mallory owns: her index's function runs as her.
+SET ROLE regress_simhash_mallory;
+CREATE TABLE public.sec_m_table (id int PRIMARY KEY, body text);
+INSERT INTO sec_m_table VALUES (1, 'The museum extends its opening hours on Thursdays through the end of August.');
+CREATE FUNCTION public.sec_m_length(t text) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  RAISE NOTICE 'sec_m_length ran as % (superuser: %)', current_user,
+    (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user);
+  RETURN pg_catalog.length(t);
+END $$;
+CREATE INDEX sec_m_length_idx ON sec_m_table (public.sec_m_length(body));
+RESET ROLE;
+SELECT simhash_attach('sec_m_table', 'body');
 
 -- 6. The extension's internal schema is found by membership, not by name: with the SQL of 0.3.0
 -- (the new library installed, ALTER EXTENSION ... UPDATE not yet run), a schema simhash_internal
@@ -238,6 +251,7 @@ DROP DATABASE sec_window;
 
 DROP TABLE sec_hr, sec_hr_m, sec_notes, sec_parts, sec_notes_m, sec_feed, sec_feed_m, sec_inbox, sec_inbox_m,
   sec_flagged, sec_log, sec_events;
-DROP FUNCTION public.sec_m_trigger();
+DROP TABLE sec_m_table;
+DROP FUNCTION public.sec_m_trigger(), public.sec_m_length(text);
 REVOKE CREATE ON SCHEMA public FROM regress_simhash_mallory;
 DROP ROLE regress_simhash_mallory, regress_simhash_reader, regress_simhash_writer, regress_simhash_other;
