@@ -1,9 +1,12 @@
--- simhash_ext 0.7.0 -> 0.8.0 (docs/ARCHITECTURE.md §12.1, §13): work done for a table runs as its
--- owner. simhash_internal.execute_as_owner() runs a fill's UPDATE as the table's owner in a
--- security-restricted operation; simhash_internal.fill() uses it (and no temporary table, which such
--- an operation may not create), and so does simhash_attach() for its rewrite of the table;
--- simhash_detach() drops a registry's view and tables only when they belong to the attachment. The rest of 0.8.0 (checks of lookups, the owner's rights in the duplicate
--- check, the lock tag) is in the library.
+-- simhash_ext 0.7.0 -> 0.8.0 (docs/ARCHITECTURE.md §12.1, §13): the extension's SQL runs nothing of
+-- another role's. simhash_internal.execute_as_owner() runs an UPDATE or ALTER TABLE for a table as its
+-- owner in a security-restricted operation: simhash_attach() (its rewrite of the table) and
+-- simhash_internal.fill() (a new partition, a Citus table; without a temporary table, which such an
+-- operation may not create) use it. The SQL they and the lookups build casts every argument of the
+-- extension's own functions to its declared type, so that no function of the same name another role
+-- made in the extension's schema is chosen. simhash_detach() drops a registry's view and tables only
+-- when they belong to the attachment. The rest of 0.8.0 (the checks of lookups, the owner's rights in
+-- the duplicate check, the lock tag) is in the library.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.8.0'" to load this file. \quit
 
 -- src/internal.rs
@@ -14,6 +17,24 @@ CREATE  FUNCTION simhash_internal."execute_as_owner"(
 STRICT VOLATILE PARALLEL UNSAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'execute_as_owner_wrapper';
+
+-- sql/src/fill.sql
+CREATE OR REPLACE FUNCTION simhash_internal.fingerprint_sql(text_expr text, method text, tokenizer text, shingle int,
+                                                 weighting text, stopwords boolean, fold text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  -- What the trigger stores for a text: its SimHash fingerprint or its MinHash signature. Every
+  -- argument is cast to the declared type: a function of the same name that another role made in
+  -- the extension's schema with a closer signature is never chosen (docs/ARCHITECTURE.md §13.2).
+  SELECT CASE method
+    WHEN 'minhash' THEN format('@extschema@.minhash((%s)::pg_catalog.text, %L::pg_catalog.text, %s::pg_catalog.int4, '
+                                '%L::pg_catalog.bool, %L::pg_catalog.text, 128)', text_expr, tokenizer, shingle, stopwords, fold)
+    ELSE format('@extschema@.simhash((%s)::pg_catalog.text, %L::pg_catalog.text, %s::pg_catalog.int4, %L::pg_catalog.text, '
+                '%L::pg_catalog.bool, %L::pg_catalog.text)', text_expr, tokenizer, shingle, weighting, stopwords, fold)
+  END
+$$;
 
 -- sql/src/fill.sql
 CREATE OR REPLACE FUNCTION simhash_internal.fill(table_name regclass, text_column name, fingerprint_column name, tokenizer text,
@@ -53,80 +74,45 @@ BEGIN
 END
 $$;
 
--- sql/src/attach.sql
-CREATE OR REPLACE FUNCTION simhash_detach(table_name regclass, text_column name DEFAULT NULL)
+-- sql/src/fill.sql
+CREATE OR REPLACE FUNCTION simhash_internal.fill_collect(table_name regclass, text_column name, tokenizer text, shingle int,
+                                     weighting text, stopwords boolean, fold text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+-- Let the fingerprinting scans below use parallel workers (max_parallel_workers_per_gather of them).
+SET parallel_setup_cost = 0
+SET parallel_tuple_cost = 0
+SET min_parallel_table_scan_size = 0
+SET jit = off
 AS $$
 DECLARE
-  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
-  names record;
-  rel_schema name;
-  ddl_propagation text;
-  dropped text;
-  shards_table regclass;
-  derived regclass;
+  leaf regclass;
+  estimate float8;
+  budget float8;
 BEGIN
-  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
-                                        AND t.tgparentid <> 0) THEN
-    RAISE EXCEPTION 'simhash_detach: "%" is a partition of attached table "%"', table_name, pg_partition_root(table_name)
-      USING ERRCODE = '42809', HINT = format('Detach %s: that removes everything from its partitions too.',
-                                             pg_partition_root(table_name));
+  PERFORM simhash_internal.fill_reset();
+  -- Without parallel workers the rewrite is as fast: it fingerprints every row itself.
+  IF current_setting('max_parallel_workers_per_gather')::int = 0 THEN
+    RETURN;
   END IF;
-  SELECT * INTO names FROM simhash_internal.object_names(att.table_name, att.text_column);
-  IF (SELECT d.method FROM simhash_internal.distribution(att.table_name) d) IS NOT NULL THEN
-    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-  END IF;
-  IF att.registry THEN
-    -- The view that writes go through, named after the table and column, the registry tables
-    -- of an attachment made before 0.6.0 whose update left them, and the table of shards.
-    SELECT n.nspname INTO rel_schema
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
-    ddl_propagation := current_setting('citus.enable_ddl_propagation');
-    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-    -- Each only when it is the attachment's, never by its name alone (docs/ARCHITECTURE.md §13.5): the
-    -- view reads the table; the tables belong to the table's owner.
-    derived := to_regclass(format('%I.%I', rel_schema, names.checked_view));
-    IF derived IS NOT NULL AND EXISTS (
-         SELECT FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
-         WHERE r.ev_class = derived AND d.refclassid = 'pg_class'::regclass AND d.refobjid = att.table_name) THEN
-      EXECUTE format('DROP VIEW %s', derived);
-    END IF;
-    PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
-    FOREACH derived IN ARRAY ARRAY[to_regclass(format('%I.%I', rel_schema, names.lock_table)),
-                                   to_regclass(format('%I.%I', rel_schema, names.registry_table))] LOOP
-      CONTINUE WHEN derived IS NULL;
-      IF (SELECT c.relowner FROM pg_class c WHERE c.oid = derived)
-         = (SELECT c.relowner FROM pg_class c WHERE c.oid = att.table_name) THEN
-        EXECUTE format('DROP TABLE %s', derived);
-      ELSE
-        RAISE NOTICE 'simhash_detach: table % is left: its owner is not the owner of %', derived, att.table_name;
-      END IF;
-    END LOOP;
-    shards_table := to_regclass(format('%I.%I', rel_schema, names.shards_table));
-    IF obj_description(shards_table, 'pg_class') LIKE 'simhash_ext: one row per shard of %'
-       AND (SELECT c.relowner FROM pg_class c WHERE c.oid = shards_table)
-           = (SELECT c.relowner FROM pg_class c WHERE c.oid = att.table_name) THEN
-      EXECUTE format('DROP TABLE %s', shards_table);
-    END IF;
-  END IF;
-  -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
-  EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
-  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = names.check_trigger_name) THEN
-    EXECUTE format('DROP TRIGGER %I ON %s', names.check_trigger_name, att.table_name);
-  END IF;
-  -- Whatever is left of the columns the attach added: one of them may have been dropped by hand
-  -- (while the event trigger was disabled, or before 0.4.0 refused it).
-  SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attname = att.fingerprint_column, a.attnum)
-  INTO dropped
-  FROM pg_attribute a
-  WHERE a.attrelid = att.table_name AND a.attnum > 0 AND NOT a.attisdropped
-    AND a.attname = ANY (att.fingerprint_column || att.band_columns || att.flag_column
-                         || CASE WHEN att.registry THEN names.registered_column::name END);
-  IF dropped IS NOT NULL THEN
-    EXECUTE format('ALTER TABLE %s %s', att.table_name, dropped);
-  END IF;
+  -- Up to 32 bytes of the backend's memory per row (16, and room to grow), within maintenance_work_mem:
+  -- the rows of the tables beyond it are fingerprinted by the rewrite.
+  budget := pg_size_bytes(current_setting('maintenance_work_mem')) / 32;
+  FOR leaf, estimate IN
+      SELECT c.oid, CASE WHEN c.reltuples >= 0 THEN c.reltuples ELSE pg_relation_size(c.oid) / 32 END
+      FROM pg_class c
+      WHERE c.relkind = 'r' AND (c.oid = table_name OR c.oid IN (SELECT p.relid FROM pg_partition_tree(table_name) p
+                                                                 WHERE p.isleaf))
+      ORDER BY 2 DESC LOOP
+    CONTINUE WHEN estimate > budget;
+    budget := budget - estimate;
+    -- simhash() in the workers, fill_stash() (parallel restricted) in the leader above them.
+    EXECUTE format('SELECT count(simhash_internal.fill_stash(s.tableoid, s.ctid, s.fp)) '
+                   'FROM (SELECT tableoid, ctid, %s AS fp FROM ONLY %s OFFSET 0) s',
+                   simhash_internal.fingerprint_sql(quote_ident(text_column), 'simhash', tokenizer, shingle, weighting,
+                                                    stopwords, fold), leaf);
+  END LOOP;
 END
 $$;
 
@@ -406,5 +392,296 @@ BEGIN
                    names.check_trigger_name, table_name,
                    (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
   END IF;
+END
+$$;
+
+-- sql/src/attach.sql
+CREATE OR REPLACE FUNCTION simhash_detach(table_name regclass, text_column name DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  names record;
+  rel_schema name;
+  ddl_propagation text;
+  dropped text;
+  shards_table regclass;
+  derived regclass;
+BEGIN
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
+                                        AND t.tgparentid <> 0) THEN
+    RAISE EXCEPTION 'simhash_detach: "%" is a partition of attached table "%"', table_name, pg_partition_root(table_name)
+      USING ERRCODE = '42809', HINT = format('Detach %s: that removes everything from its partitions too.',
+                                             pg_partition_root(table_name));
+  END IF;
+  SELECT * INTO names FROM simhash_internal.object_names(att.table_name, att.text_column);
+  IF (SELECT d.method FROM simhash_internal.distribution(att.table_name) d) IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
+  IF att.registry THEN
+    -- The view that writes go through, named after the table and column, the registry tables
+    -- of an attachment made before 0.6.0 whose update left them, and the table of shards.
+    SELECT n.nspname INTO rel_schema
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
+    ddl_propagation := current_setting('citus.enable_ddl_propagation');
+    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+    -- Each only when it is the attachment's, never by its name alone (docs/ARCHITECTURE.md §13.5): the
+    -- view reads the table; the tables belong to the table's owner.
+    derived := to_regclass(format('%I.%I', rel_schema, names.checked_view));
+    IF derived IS NOT NULL AND EXISTS (
+         SELECT FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+         WHERE r.ev_class = derived AND d.refclassid = 'pg_class'::regclass AND d.refobjid = att.table_name) THEN
+      EXECUTE format('DROP VIEW %s', derived);
+    END IF;
+    PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+    FOREACH derived IN ARRAY ARRAY[to_regclass(format('%I.%I', rel_schema, names.lock_table)),
+                                   to_regclass(format('%I.%I', rel_schema, names.registry_table))] LOOP
+      CONTINUE WHEN derived IS NULL;
+      IF (SELECT c.relowner FROM pg_class c WHERE c.oid = derived)
+         = (SELECT c.relowner FROM pg_class c WHERE c.oid = att.table_name) THEN
+        EXECUTE format('DROP TABLE %s', derived);
+      ELSE
+        RAISE NOTICE 'simhash_detach: table % is left: its owner is not the owner of %', derived, att.table_name;
+      END IF;
+    END LOOP;
+    shards_table := to_regclass(format('%I.%I', rel_schema, names.shards_table));
+    IF obj_description(shards_table, 'pg_class') LIKE 'simhash_ext: one row per shard of %'
+       AND (SELECT c.relowner FROM pg_class c WHERE c.oid = shards_table)
+           = (SELECT c.relowner FROM pg_class c WHERE c.oid = att.table_name) THEN
+      EXECUTE format('DROP TABLE %s', shards_table);
+    END IF;
+  END IF;
+  -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
+  EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = names.check_trigger_name) THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', names.check_trigger_name, att.table_name);
+  END IF;
+  -- Whatever is left of the columns the attach added: one of them may have been dropped by hand
+  -- (while the event trigger was disabled, or before 0.4.0 refused it).
+  SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attname = att.fingerprint_column, a.attnum)
+  INTO dropped
+  FROM pg_attribute a
+  WHERE a.attrelid = att.table_name AND a.attnum > 0 AND NOT a.attisdropped
+    AND a.attname = ANY (att.fingerprint_column || att.band_columns || att.flag_column
+                         || CASE WHEN att.registry THEN names.registered_column::name END);
+  IF dropped IS NOT NULL THEN
+    EXECUTE format('ALTER TABLE %s %s', att.table_name, dropped);
+  END IF;
+END
+$$;
+
+-- sql/src/near_duplicates_sql.sql
+CREATE OR REPLACE FUNCTION simhash_near_duplicates_sql(table_name regclass, fingerprint bigint,
+                                            max_distance int DEFAULT NULL, text_column name DEFAULT NULL,
+                                            filter text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  k int := coalesce(max_distance, att.max_distance);
+  nbands int := cardinality(att.band_columns);
+  branches text[] := '{}';
+  earlier text := '';
+  rel text;
+  condition text := CASE WHEN filter IS NULL THEN '' ELSE format(' AND (%s)', filter) END;
+  p record;
+BEGIN
+  IF att.method = 'minhash' THEN
+    RAISE EXCEPTION 'column "%" of "%" is attached with method ''minhash'': it has no probe plan of bands',
+      att.text_column, att.table_name
+      USING ERRCODE = '22023',
+            HINT = format('Look it up with simhash_near_duplicates(NULL::%s, doc), or query column %I with the && operator.',
+                          att.table_name, att.band_columns[1]);
+  END IF;
+  -- Every fingerprint in the SQL below is cast to bigint: hamming() of another role's in the
+  -- extension's schema with a closer signature (hamming(bigint, int) for a small literal) is never
+  -- chosen (docs/ARCHITECTURE.md §13.2). Checks k as lookups do (22023), even when there is no
+  -- fingerprint to look up.
+  PERFORM @extschema@.simhash_probes(0::bigint, k, nbands);
+  IF fingerprint IS NULL THEN
+    RETURN NULL;
+  END IF;
+  IF (SELECT d.method FROM simhash_internal.distribution(att.table_name) d) IS NOT NULL THEN
+    -- A Citus table: one query on the table that Citus runs on every shard as it is, where the
+    -- probes of all bands are one OR of band conditions (a BitmapOr of the band indexes). Every row
+    -- within k has a band within its radius, so the OR misses none, and each row comes once.
+    SELECT string_agg(format('t.%I = ANY (%L::int[])', att.band_columns[b.band + 1], b.probe_values), ' OR '
+                      ORDER BY b.band)
+    INTO rel FROM @extschema@.simhash_probes(fingerprint, k, nbands) b;
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, (%2$s)::bigint) AS distance FROM %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, (%2$s)::bigint) <= %4$s%5$s%6$s ORDER BY distance',
+                  att.fingerprint_column, fingerprint, att.table_name, k,
+                  CASE WHEN rel IS NULL THEN '' ELSE format(' AND (%s)', rel) END, condition);
+  END IF;
+  -- A partitioned table holds no rows itself: its partitions are read, and a filter on the
+  -- partition key lets PostgreSQL skip the others (partition pruning) in every branch.
+  SELECT CASE WHEN c.relkind = 'p' THEN '' ELSE 'ONLY ' END || att.table_name::text INTO rel
+  FROM pg_class c WHERE c.oid = att.table_name;
+  -- The probe plan of simhash_near_duplicates(): band i at the values within radius t_i of the
+  -- query's, checked on the fingerprint the index entries hold (index-only scans); a fingerprint is
+  -- taken from the first band within its radius only. The rows are then fetched by band and value.
+  FOR p IN SELECT * FROM @extschema@.simhash_probes(fingerprint, k, nbands) ORDER BY band LOOP
+    branches := branches || format('SELECT t.%1$I AS fp FROM %2$s t WHERE t.%3$I = ANY (%4$L::int[]) '
+                                   'AND @extschema@.hamming(t.%1$I, (%5$s)::bigint) <= %6$s%7$s%8$s',
+      att.fingerprint_column, rel, att.band_columns[p.band + 1], p.probe_values, fingerprint, k, earlier, condition);
+    earlier := earlier || format(' AND @extschema@.hamming(@extschema@.simhash_band(t.%I, %s, %s)::bigint, (%s)::bigint) > %s',
+      att.fingerprint_column, p.band, nbands, @extschema@.simhash_band(fingerprint, p.band, nbands), p.radius);
+  END LOOP;
+  IF cardinality(branches) = 0 THEN
+    -- Too far for the bands to pay: a scan.
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, (%2$s)::bigint) AS distance FROM %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, (%2$s)::bigint) <= %4$s%5$s ORDER BY distance',
+                  att.fingerprint_column, fingerprint, rel, k, condition);
+  END IF;
+  RETURN format(E'SELECT t AS item, @extschema@.hamming(m.fp, (%1$s)::bigint) AS distance\nFROM (SELECT DISTINCT fp FROM (\n%2$s\n) c) m\n'
+                 'JOIN %3$s t ON t.%4$I = @extschema@.simhash_band(m.fp, 0, %5$s) AND t.%6$I = m.fp%7$s\nORDER BY distance',
+                fingerprint, array_to_string(branches, E'\nUNION ALL\n'), rel, att.band_columns[1], nbands,
+                att.fingerprint_column, condition);
+END
+$$;
+
+-- sql/src/registry.sql
+CREATE OR REPLACE FUNCTION simhash_internal.registry_insert()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  -- The view's trigger names the table and its attached column; the settings are the attachment's
+  -- (the views made by 0.3.0 also pass them, as further arguments that are not read).
+  base regclass := TG_ARGV[0]::regclass;
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(TG_ARGV[0]::regclass, TG_ARGV[1]::name);
+  text_column name := att.text_column;
+  k int := att.max_distance;
+  mode text := att.on_duplicate;
+  nbands int := cardinality(att.band_columns);
+  names record;
+  dist_column name;
+  fp bigint;
+  probe text;
+  key_columns text;
+  found_key text;
+  found_distance int;
+  columns text;
+  flag_type text;
+  short boolean;
+  pool_size text;
+  shards_table regclass;
+  shard_ids bigint[];
+  searched_ids bigint[];
+  searched boolean := false;
+  shard record;
+BEGIN
+  SELECT * INTO names FROM simhash_internal.object_names(base, text_column);
+  EXECUTE format('SELECT %s', simhash_internal.fingerprint_sql(format('($1).%I', text_column), 'simhash', att.tokenizer, att.shingle,
+                 att.weighting, att.stopwords, att.fold))
+    INTO fp USING NEW;
+  IF fp IS NOT NULL THEN
+    -- A text shorter than min_length is written (and found by later checks) but never checked.
+    EXECUTE format('SELECT char_length(($1).%I) < $2', text_column) INTO short USING NEW, att.min_length;
+  END IF;
+  IF fp IS NOT NULL AND NOT short THEN
+    -- Each statement on a worker must see what committed before it: the wait below orders the
+    -- writers, and a snapshot kept from before a wait would miss the writer waited for.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+      RAISE EXCEPTION 'writes through % need the READ COMMITTED isolation level',
+        format('%I.%I', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                         WHERE c.oid = base), names.checked_view)
+        USING ERRCODE = '0A000',
+              DETAIL = format('The near-duplicate check of column %I searches every shard, and Citus has no snapshot '
+                              'across nodes that a %s transaction could keep.', text_column,
+                              upper(current_setting('transaction_isolation'))),
+              HINT = 'Write through the view in a READ COMMITTED transaction (SET TRANSACTION ISOLATION LEVEL READ COMMITTED).';
+    END IF;
+    -- The locks one node's trigger takes, here on the coordinator that every write through the view
+    -- passes: a near-duplicate writer holding one of them has finished on every worker (Citus
+    -- commits the workers before the coordinator releases its locks) when this one is granted.
+    PERFORM simhash_internal.lock_near_duplicates(base, fp, k);
+    -- One connection per worker: the shards' tasks are short, and a connection opened for this
+    -- statement alone would cost more than they do (a Citus setting, put back right after).
+    pool_size := current_setting('citus.max_adaptive_executor_pool_size');
+    PERFORM set_config('citus.max_adaptive_executor_pool_size', '1', true);
+    -- Each shard searched by simhash_internal.probe_shard() on its node, as a lookup searches one
+    -- table: one call per row of <table>_<column>_shards, which is colocated with the table, so
+    -- Citus runs each call in the connection that wrote that shard in this transaction. It counts
+    -- only if every shard of the table answered (after a split, or with that table gone, the
+    -- query below searches instead).
+    shards_table := to_regclass(format('%I.%I', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                                                  WHERE c.oid = base), names.shards_table));
+    IF shards_table IS NOT NULL THEN
+      EXECUTE format('SELECT array_agg(s.shardid) FROM pg_dist_shard s WHERE s.logicalrelid = %s', base::oid)
+        INTO shard_ids;
+      searched_ids := '{}';
+      FOR shard IN EXECUTE format('SELECT a.shard, simhash_internal.probe_shard(a.shard, %L::regclass, %L, %s, %s) AS distance FROM %s a',
+                                  base, text_column, fp, k, shards_table) LOOP
+        CONTINUE WHEN shard.distance IS NULL OR NOT shard.shard = ANY (shard_ids) OR shard.shard = ANY (searched_ids);
+        searched_ids := searched_ids || shard.shard;
+        IF shard.distance <= k AND shard.distance < coalesce(found_distance, k + 1) THEN
+          found_distance := shard.distance;
+        END IF;
+      END LOOP;
+      -- (No shards known for the table, as after undistribute_table: the query below searches.)
+      searched := coalesce(cardinality(searched_ids) = cardinality(shard_ids), false);
+    END IF;
+    IF NOT searched OR found_distance IS NOT NULL THEN
+      -- The probes of a lookup, one index-only scan of a band index per band, on every shard in one
+      -- round (with the distribution column in each branch, Citus runs the UNION on each shard).
+      SELECT d.distribution_column INTO dist_column FROM simhash_internal.distribution(base) d;
+      SELECT string_agg(format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE s.%4$I = ANY (%5$L::int[]) '
+                               'AND @extschema@.hamming(s.%2$I, (%6$s)::bigint) <= %7$s',
+                               dist_column, att.fingerprint_column, base, att.band_columns[p.band + 1], p.probe_values, fp, k),
+                        ' UNION ALL ' ORDER BY p.band)
+      INTO probe FROM @extschema@.simhash_probes(fp, k, nbands) p;
+      IF probe IS NULL THEN
+        -- Too far for the bands to pay (simhash_probes plans a scan): every fingerprint is compared.
+        probe := format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE @extschema@.hamming(s.%2$I, (%4$s)::bigint) <= %5$s',
+                        dist_column, att.fingerprint_column, base, fp, k);
+      END IF;
+    END IF;
+    IF NOT searched THEN
+      EXECUTE format('SELECT @extschema@.hamming(m.fp, (%s)::bigint) AS distance FROM (%s) m ORDER BY distance LIMIT 1', fp, probe)
+        INTO found_distance;
+    END IF;
+    PERFORM set_config('citus.max_adaptive_executor_pool_size', pool_size, true);
+    IF found_distance IS NOT NULL THEN
+      -- The nearest rows' keys (in key order on ties), read only when there is one.
+      EXECUTE format('SELECT %1$s FROM (%2$s) m JOIN %3$s t ON t.%4$I = m.d AND t.%5$I = m.fp '
+                     'AND t.%6$I = @extschema@.simhash_band(m.fp, 0, %7$s) '
+                     'WHERE @extschema@.hamming(m.fp, (%8$s)::bigint) = %9$s ORDER BY 1 LIMIT 1',
+                     simhash_internal.row_key_sql(base, 't'), probe, base, dist_column, att.fingerprint_column,
+                     att.band_columns[1], nbands, fp, found_distance)
+        INTO found_key;
+    END IF;
+    IF found_key IS NOT NULL AND mode = 'error' THEN
+      SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord) INTO key_columns FROM simhash_internal.primary_key(base) p;
+      RAISE EXCEPTION 'near-duplicate text in column "%" of relation "%"', text_column,
+        (SELECT c.relname FROM pg_class c WHERE c.oid = base)
+        USING ERRCODE = '23505',
+              DETAIL = format('Key (%s)=(%s) is at Hamming distance %s (max_distance %s).', key_columns, found_key,
+                              found_distance, k);
+    ELSIF found_key IS NOT NULL AND mode = 'skip' THEN
+      RETURN NULL;
+    END IF;
+  END IF;
+  -- The row's values as literals: Citus sends a statement's parameters to the workers, where the
+  -- view's row type does not exist.
+  SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum),
+         format('SELECT concat_ws('', '', %s)', string_agg(format('quote_nullable(($1).%I) || ''::%s''', a.attname,
+                                                                   format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum))
+  INTO columns, key_columns
+  FROM pg_attribute a WHERE a.attrelid = TG_RELID AND a.attnum > 0 AND NOT a.attisdropped;
+  EXECUTE key_columns INTO key_columns USING NEW;
+  SELECT format_type(a.atttypid, a.atttypmod) INTO flag_type FROM pg_attribute a
+  WHERE a.attrelid = base AND a.attname = att.flag_column AND NOT a.attisdropped;
+  -- The row, with the fingerprint the registry checked (the trigger on its shard requires it).
+  EXECUTE format('INSERT INTO %s (%s, %I%s) VALUES (%s, %s%s)', base, columns, names.registered_column,
+                 CASE WHEN mode = 'flag' THEN format(', %I', att.flag_column) ELSE '' END,
+                 key_columns, quote_nullable(fp),
+                 CASE WHEN mode = 'flag' THEN format(', CAST(%s AS %s)', quote_nullable(found_key), flag_type) ELSE '' END);
+  RETURN NEW;
 END
 $$;

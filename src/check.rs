@@ -484,9 +484,20 @@ pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nea
             )
         }
     };
+    // Without the key, no measure either: a distance or similarity to a row the writer may not read
+    // would let it guess the row's text edit by edit.
     let detail = match &n.key {
         Some(key) => format!("Key ({key_columns})=({key}) {nearness}."),
-        None => format!("A row you may not read {nearness}."),
+        None => match att.minhash() {
+            Some(m) => format!(
+                "A row you may not read is a near-duplicate (threshold {}).",
+                m.threshold
+            ),
+            None => format!(
+                "A row you may not read is a near-duplicate (max_distance {}).",
+                att.max_distance
+            ),
+        },
     };
     crate::errors::raise_violation(
         EncodedError {

@@ -315,9 +315,8 @@ mod simhash_internal {
     /// member of the owning role): it never lends rights, it only drops them.
     #[pg_extern(volatile, strict, parallel_unsafe, name = "execute_as_owner")]
     fn execute_as_owner(table_name: RegClass, statement: Text) {
-        unsafe {
-            let owner = crate::privileges::owner_of(table_name.0);
-            if !pg_sys::has_privs_of_role(pg_sys::GetUserId(), owner) {
+        crate::errors::in_extern(|| unsafe {
+            if !crate::privileges::acts_for_owner(table_name.0) {
                 pg_sys::aclcheck_error(
                     pg_sys::AclResult::ACLCHECK_NOT_OWNER,
                     pg_sys::ObjectType::OBJECT_TABLE,
@@ -330,7 +329,7 @@ mod simhash_internal {
                     crate::spi::connected(|| crate::spi::run(&sql, "a fill of fingerprints"))
                 })
             });
-        }
+        })
     }
 
     /// Takes, on this node, the advisory locks a write of `fingerprint` into `table_name` takes on

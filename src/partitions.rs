@@ -367,14 +367,24 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             }
             for cmd in list_cells::<pg_sys::AlterTableCmd>(stmt.cmds) {
                 if (*cmd).subtype == pg_sys::AlterTableType::AT_DropColumn && !(*cmd).name.is_null() {
-                    refuse_derived_drop(relation_of(stmt.relation), (*cmd).name, own_namespace(fcinfo));
+                    let table = relation_of(stmt.relation);
+                    if table != pg_sys::InvalidOid && crate::privileges::acts_for_owner(table) {
+                        refuse_derived_drop(table, (*cmd).name, own_namespace(fcinfo));
+                    }
                 }
                 if (*cmd).subtype != pg_sys::AlterTableType::AT_AttachPartition || (*cmd).def.is_null() {
                     continue;
                 }
                 let partition = relation_of((*((*cmd).def as *mut pg_sys::PartitionCmd)).name);
                 let parent = relation_of(stmt.relation);
-                if parent != pg_sys::InvalidOid && partition != pg_sys::InvalidOid {
+                // Only for who may run the command (PostgreSQL checks that after this trigger):
+                // the owner of both tables, which the partition's fill then runs as.
+                if parent != pg_sys::InvalidOid
+                    && partition != pg_sys::InvalidOid
+                    && pg_sys::get_rel_relkind(parent) as u8 == pg_sys::RELKIND_PARTITIONED_TABLE
+                    && crate::privileges::acts_for_owner(parent)
+                    && crate::privileges::acts_for_owner(partition)
+                {
                     let prepare = || {
                         crate::spi::call_helper(
                             fcinfo,
@@ -402,7 +412,7 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 return pg_sys::Datum::from(0);
             }
             let table = relation_of(stmt.relation);
-            if table != pg_sys::InvalidOid {
+            if table != pg_sys::InvalidOid && crate::privileges::acts_for_owner(table) {
                 crate::privileges::as_owner(table, false, || {
                     crate::spi::call_helper(
                         fcinfo,

@@ -105,6 +105,17 @@ pub unsafe fn owner_of(relid: pg_sys::Oid) -> pg_sys::Oid {
     owner
 }
 
+/// Whether the current user has the privileges of the owner of relation `relid` (is the owner, a
+/// member of the owning role, or a superuser): who may run DDL on it, and so who may have work done
+/// for it as its owner. The event trigger runs before PostgreSQL's own ownership checks of the
+/// command: it does nothing for anyone else, and PostgreSQL then refuses the command.
+///
+/// # Safety
+/// In a transaction; `relid` must exist.
+pub unsafe fn acts_for_owner(relid: pg_sys::Oid) -> bool {
+    pg_sys::has_privs_of_role(pg_sys::GetUserId(), owner_of(relid))
+}
+
 /// Puts back the user and security context of the caller when dropped, on an error too (the
 /// transaction's abort would as well).
 struct Restore {

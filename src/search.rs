@@ -850,7 +850,10 @@ unsafe fn sql_near_duplicates(
         let key = RowKey::of(relid, false);
         let lookup = crate::spi::one_utf8(
             &format!(
-                "SELECT pg_catalog.convert_to({schema}.simhash_near_duplicates_sql($1, {}, {k}, {}), 'UTF8')",
+                // Every argument as its declared type, the default one too: a function of that name
+                // another role made in the extension's schema with a closer signature never runs.
+                "SELECT pg_catalog.convert_to({schema}.simhash_near_duplicates_sql($1::pg_catalog.regclass, \
+                 ({})::pg_catalog.int8, {k}::pg_catalog.int4, {}::pg_catalog.name, NULL::pg_catalog.text), 'UTF8')",
                 query as i64,
                 pgrx::spi::quote_literal(&att.text_column)
             ),
@@ -940,7 +943,7 @@ extension_sql_file!(
 /// returns.
 #[pg_extern(stable, parallel_safe)]
 fn simhash_lookup_cost(
-    table_name: crate::catalog::RegClass,
+    table_name: Option<crate::catalog::RegClass>,
     fingerprint: i64,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
@@ -954,6 +957,10 @@ fn simhash_lookup_cost(
         name!(matches, i64),
     ),
 > {
+    // A NULL table has no lookup to cost (as a strict function, no row).
+    let Some(table_name) = table_name else {
+        return TableIterator::new(Vec::new());
+    };
     unsafe {
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let att =

@@ -5,10 +5,14 @@ RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-  -- What the trigger stores for a text: its SimHash fingerprint or its MinHash signature.
+  -- What the trigger stores for a text: its SimHash fingerprint or its MinHash signature. Every
+  -- argument is cast to the declared type: a function of the same name that another role made in
+  -- the extension's schema with a closer signature is never chosen (docs/ARCHITECTURE.md §13.2).
   SELECT CASE method
-    WHEN 'minhash' THEN format('@extschema@.minhash(%s, %L, %s, %L, %L)', text_expr, tokenizer, shingle, stopwords, fold)
-    ELSE format('@extschema@.simhash(%s, %L, %s, %L, %L, %L)', text_expr, tokenizer, shingle, weighting, stopwords, fold)
+    WHEN 'minhash' THEN format('@extschema@.minhash((%s)::pg_catalog.text, %L::pg_catalog.text, %s::pg_catalog.int4, '
+                                '%L::pg_catalog.bool, %L::pg_catalog.text, 128)', text_expr, tokenizer, shingle, stopwords, fold)
+    ELSE format('@extschema@.simhash((%s)::pg_catalog.text, %L::pg_catalog.text, %s::pg_catalog.int4, %L::pg_catalog.text, '
+                '%L::pg_catalog.bool, %L::pg_catalog.text)', text_expr, tokenizer, shingle, weighting, stopwords, fold)
   END
 $$;
 COMMENT ON FUNCTION simhash_internal.fingerprint_sql(text, text, text, int, text, boolean, text) IS
@@ -87,8 +91,9 @@ BEGIN
     budget := budget - estimate;
     -- simhash() in the workers, fill_stash() (parallel restricted) in the leader above them.
     EXECUTE format('SELECT count(simhash_internal.fill_stash(s.tableoid, s.ctid, s.fp)) '
-                   'FROM (SELECT tableoid, ctid, @extschema@.simhash(%I, %L, %s, %L, %L, %L) AS fp FROM ONLY %s OFFSET 0) s',
-                   text_column, tokenizer, shingle, weighting, stopwords, fold, leaf);
+                   'FROM (SELECT tableoid, ctid, %s AS fp FROM ONLY %s OFFSET 0) s',
+                   simhash_internal.fingerprint_sql(quote_ident(text_column), 'simhash', tokenizer, shingle, weighting,
+                                                    stopwords, fold), leaf);
   END LOOP;
 END
 $$;

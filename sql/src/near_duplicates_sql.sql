@@ -23,8 +23,11 @@ BEGIN
             HINT = format('Look it up with simhash_near_duplicates(NULL::%s, doc), or query column %I with the && operator.',
                           att.table_name, att.band_columns[1]);
   END IF;
-  -- Checks k as lookups do (22023), even when there is no fingerprint to look up.
-  PERFORM @extschema@.simhash_probes(0, k, nbands);
+  -- Every fingerprint in the SQL below is cast to bigint: hamming() of another role's in the
+  -- extension's schema with a closer signature (hamming(bigint, int) for a small literal) is never
+  -- chosen (docs/ARCHITECTURE.md §13.2). Checks k as lookups do (22023), even when there is no
+  -- fingerprint to look up.
+  PERFORM @extschema@.simhash_probes(0::bigint, k, nbands);
   IF fingerprint IS NULL THEN
     RETURN NULL;
   END IF;
@@ -35,8 +38,8 @@ BEGIN
     SELECT string_agg(format('t.%I = ANY (%L::int[])', att.band_columns[b.band + 1], b.probe_values), ' OR '
                       ORDER BY b.band)
     INTO rel FROM @extschema@.simhash_probes(fingerprint, k, nbands) b;
-    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM %3$s t '
-                  'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s%5$s%6$s ORDER BY distance',
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, (%2$s)::bigint) AS distance FROM %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, (%2$s)::bigint) <= %4$s%5$s%6$s ORDER BY distance',
                   att.fingerprint_column, fingerprint, att.table_name, k,
                   CASE WHEN rel IS NULL THEN '' ELSE format(' AND (%s)', rel) END, condition);
   END IF;
@@ -49,18 +52,18 @@ BEGIN
   -- taken from the first band within its radius only. The rows are then fetched by band and value.
   FOR p IN SELECT * FROM @extschema@.simhash_probes(fingerprint, k, nbands) ORDER BY band LOOP
     branches := branches || format('SELECT t.%1$I AS fp FROM %2$s t WHERE t.%3$I = ANY (%4$L::int[]) '
-                                   'AND @extschema@.hamming(t.%1$I, %5$s) <= %6$s%7$s%8$s',
+                                   'AND @extschema@.hamming(t.%1$I, (%5$s)::bigint) <= %6$s%7$s%8$s',
       att.fingerprint_column, rel, att.band_columns[p.band + 1], p.probe_values, fingerprint, k, earlier, condition);
-    earlier := earlier || format(' AND @extschema@.hamming(@extschema@.simhash_band(t.%I, %s, %s), %s) > %s',
+    earlier := earlier || format(' AND @extschema@.hamming(@extschema@.simhash_band(t.%I, %s, %s)::bigint, (%s)::bigint) > %s',
       att.fingerprint_column, p.band, nbands, @extschema@.simhash_band(fingerprint, p.band, nbands), p.radius);
   END LOOP;
   IF cardinality(branches) = 0 THEN
     -- Too far for the bands to pay: a scan.
-    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, %2$s) AS distance FROM %3$s t '
-                  'WHERE @extschema@.hamming(t.%1$I, %2$s) <= %4$s%5$s ORDER BY distance',
+    RETURN format('SELECT t AS item, @extschema@.hamming(t.%1$I, (%2$s)::bigint) AS distance FROM %3$s t '
+                  'WHERE @extschema@.hamming(t.%1$I, (%2$s)::bigint) <= %4$s%5$s ORDER BY distance',
                   att.fingerprint_column, fingerprint, rel, k, condition);
   END IF;
-  RETURN format(E'SELECT t AS item, @extschema@.hamming(m.fp, %1$s) AS distance\nFROM (SELECT DISTINCT fp FROM (\n%2$s\n) c) m\n'
+  RETURN format(E'SELECT t AS item, @extschema@.hamming(m.fp, (%1$s)::bigint) AS distance\nFROM (SELECT DISTINCT fp FROM (\n%2$s\n) c) m\n'
                  'JOIN %3$s t ON t.%4$I = @extschema@.simhash_band(m.fp, 0, %5$s) AND t.%6$I = m.fp%7$s\nORDER BY distance',
                 fingerprint, array_to_string(branches, E'\nUNION ALL\n'), rel, att.band_columns[1], nbands,
                 att.fingerprint_column, condition);

@@ -34,8 +34,8 @@ DECLARE
   shard record;
 BEGIN
   SELECT * INTO names FROM simhash_internal.object_names(base, text_column);
-  EXECUTE format('SELECT @extschema@.simhash(($1).%I, %L, %s, %L, %L, %L)', text_column, att.tokenizer, att.shingle,
-                 att.weighting, att.stopwords, att.fold)
+  EXECUTE format('SELECT %s', simhash_internal.fingerprint_sql(format('($1).%I', text_column), 'simhash', att.tokenizer, att.shingle,
+                 att.weighting, att.stopwords, att.fold))
     INTO fp USING NEW;
   IF fp IS NOT NULL THEN
     -- A text shorter than min_length is written (and found by later checks) but never checked.
@@ -89,18 +89,18 @@ BEGIN
       -- round (with the distribution column in each branch, Citus runs the UNION on each shard).
       SELECT d.distribution_column INTO dist_column FROM simhash_internal.distribution(base) d;
       SELECT string_agg(format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE s.%4$I = ANY (%5$L::int[]) '
-                               'AND @extschema@.hamming(s.%2$I, %6$s) <= %7$s',
+                               'AND @extschema@.hamming(s.%2$I, (%6$s)::bigint) <= %7$s',
                                dist_column, att.fingerprint_column, base, att.band_columns[p.band + 1], p.probe_values, fp, k),
                         ' UNION ALL ' ORDER BY p.band)
       INTO probe FROM @extschema@.simhash_probes(fp, k, nbands) p;
       IF probe IS NULL THEN
         -- Too far for the bands to pay (simhash_probes plans a scan): every fingerprint is compared.
-        probe := format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE @extschema@.hamming(s.%2$I, %4$s) <= %5$s',
+        probe := format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE @extschema@.hamming(s.%2$I, (%4$s)::bigint) <= %5$s',
                         dist_column, att.fingerprint_column, base, fp, k);
       END IF;
     END IF;
     IF NOT searched THEN
-      EXECUTE format('SELECT @extschema@.hamming(m.fp, %s) AS distance FROM (%s) m ORDER BY distance LIMIT 1', fp, probe)
+      EXECUTE format('SELECT @extschema@.hamming(m.fp, (%s)::bigint) AS distance FROM (%s) m ORDER BY distance LIMIT 1', fp, probe)
         INTO found_distance;
     END IF;
     PERFORM set_config('citus.max_adaptive_executor_pool_size', pool_size, true);
@@ -108,7 +108,7 @@ BEGIN
       -- The nearest rows' keys (in key order on ties), read only when there is one.
       EXECUTE format('SELECT %1$s FROM (%2$s) m JOIN %3$s t ON t.%4$I = m.d AND t.%5$I = m.fp '
                      'AND t.%6$I = @extschema@.simhash_band(m.fp, 0, %7$s) '
-                     'WHERE @extschema@.hamming(m.fp, %8$s) = %9$s ORDER BY 1 LIMIT 1',
+                     'WHERE @extschema@.hamming(m.fp, (%8$s)::bigint) = %9$s ORDER BY 1 LIMIT 1',
                      simhash_internal.row_key_sql(base, 't'), probe, base, dist_column, att.fingerprint_column,
                      att.band_columns[1], nbands, fp, found_distance)
         INTO found_key;

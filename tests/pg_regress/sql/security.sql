@@ -222,7 +222,55 @@ CREATE INDEX sec_m_length_idx ON sec_m_table (public.sec_m_length(body));
 RESET ROLE;
 SELECT simhash_attach('sec_m_table', 'body');
 
--- 6. The extension's internal schema is found by membership, not by name: with the SQL of 0.3.0
+-- 6. The event trigger does nothing for a role that does not own the tables of its command: an
+-- ATTACH PARTITION of someone else's table under mallory's own "parent" never runs her domain's
+-- check as that table's owner (PostgreSQL then refuses the command).
+CREATE TABLE sec_payroll (id int PRIMARY KEY, name text, salary int);
+INSERT INTO sec_payroll VALUES (1, 'Bob', 100000);
+REVOKE ALL ON sec_payroll FROM PUBLIC;
+SET ROLE regress_simhash_mallory;
+CREATE FUNCTION public.sec_m_spy(int) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE NOTICE 'mallory''s check ran as %', current_user;
+  RETURN true;
+END $$;
+CREATE DOMAIN public.sec_m_dom AS int CHECK (public.sec_m_spy(VALUE));
+CREATE TABLE public.sec_m_parent (id int, name text, name_simhash bigint, name_band0 public.sec_m_dom,
+  name_band1 int, name_band2 int, name_band3 int) PARTITION BY LIST (id);
+CREATE TRIGGER simhash_name BEFORE INSERT OR UPDATE ON public.sec_m_parent FOR EACH ROW
+  EXECUTE FUNCTION simhash_trigger('name', '4', '7', 'none', 'bigram', '1', 'logtf', 'true', 'auto');
+SELECT pg_temp.try($$ALTER TABLE public.sec_m_parent ATTACH PARTITION public.sec_payroll FOR VALUES IN (1)$$);
+SELECT pg_temp.try($$ALTER TABLE public.sec_payroll RENAME COLUMN name TO who$$);
+RESET ROLE;
+SELECT attname FROM pg_attribute WHERE attrelid = 'sec_payroll'::regclass AND attnum > 0 ORDER BY attnum;
+DROP TABLE sec_m_parent, sec_payroll;
+DROP DOMAIN sec_m_dom;
+DROP FUNCTION sec_m_spy(int);
+
+-- Functions mallory adds to the extension's own schema (public here) with a closer signature are
+-- never chosen: the fill of an attach, and the SQL of a lookup under row-level security.
+SET ROLE regress_simhash_mallory;
+CREATE FUNCTION public.simhash(text, text, int, text, text, text) RETURNS bigint LANGUAGE plpgsql
+  AS $$ BEGIN RAISE EXCEPTION 'mallory''s simhash ran as %', current_user; END $$;
+CREATE FUNCTION public.hamming(bigint, int) RETURNS int LANGUAGE plpgsql
+  AS $$ BEGIN RAISE EXCEPTION 'mallory''s hamming ran as %', current_user; END $$;
+CREATE FUNCTION public.simhash_near_duplicates_sql(oid, bigint, int, name) RETURNS text LANGUAGE plpgsql
+  AS $$ BEGIN RAISE EXCEPTION 'mallory''s simhash_near_duplicates_sql ran as %', current_user; END $$;
+RESET ROLE;
+CREATE TABLE sec_overload (id int PRIMARY KEY, owner name, body text);
+INSERT INTO sec_overload VALUES (1, 'regress_simhash_reader', 'Snow is expected in the northern valleys by the weekend.');
+SELECT simhash_attach('sec_overload', 'body');
+ALTER TABLE sec_overload ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own ON sec_overload USING (owner = current_user);
+GRANT SELECT ON sec_overload TO regress_simhash_reader;
+SET ROLE regress_simhash_reader;
+SELECT (item).id, distance FROM simhash_near_duplicates(NULL::sec_overload, 'Snow is expected in the northern valleys by the weekend.');
+RESET ROLE;
+DROP TABLE sec_overload;
+DROP FUNCTION public.simhash(text, text, int, text, text, text), public.hamming(bigint, int),
+  public.simhash_near_duplicates_sql(oid, bigint, int, name);
+
+-- 7. The extension's internal schema is found by membership, not by name: with the SQL of 0.3.0
 -- (the new library installed, ALTER EXTENSION ... UPDATE not yet run), a schema simhash_internal
 -- made by mallory is never called, and the update to the current version refuses to take it over.
 \set regress_db :DBNAME
