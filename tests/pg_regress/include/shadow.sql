@@ -2,7 +2,7 @@
 -- function (PL/pgSQL where it can declare them, the rest, as those of "any" arguments, in C),
 -- aggregate, operator and table or view, for every function of simhash_ext in its own schema, and
 -- a composite type named like a few common types and simhash_attachment. Each function, operator
--- and aggregate raises "shadowed <schema>.<name>(<arguments>) ran as <role>" (those in C: "cannot
+-- and aggregate raises "shadowed <schema>.<name>(<argument types>) ran as <role>" (those in C: "cannot
 -- accept a value of type any"), each view "shadowed pg_catalog.<name> ran as <role>" when read.
 -- With shadow first on search_path, whatever resolves such a name through the search path runs
 -- one of them. Run with the default search_path; leaves it unchanged.
@@ -19,7 +19,7 @@ DECLARE
 BEGIN
   -- Functions and window functions, with their argument list (defaults included) and result; and
   -- the functions of simhash_ext in its own schema (simhash_internal's are called qualified).
-  FOR f IN SELECT p.oid, p.proname, n.nspname, pg_get_function_identity_arguments(p.oid) AS identity,
+  FOR f IN SELECT p.oid, p.proname, n.nspname, pg_catalog.oidvectortypes(p.proargtypes) AS identity,
                   pg_get_function_arguments(p.oid) AS arguments, pg_get_function_result(p.oid) AS result
            FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
            WHERE p.prokind IN ('f', 'w')
@@ -43,7 +43,7 @@ BEGIN
   END LOOP;
   -- Aggregates: the state of the result's type, and a final function that raises (it runs for an
   -- empty group too).
-  FOR f IN SELECT p.oid, p.proname, pg_get_function_identity_arguments(p.oid) AS identity,
+  FOR f IN SELECT p.oid, p.proname, pg_catalog.oidvectortypes(p.proargtypes) AS identity,
                   pg_get_function_result(p.oid) AS result, a.aggtransfn, a.aggtranstype, a.agginitval,
                   (SELECT string_agg(format_type(t, NULL), ', ' ORDER BY i) FROM unnest(p.proargtypes) WITH ORDINALITY u(t, i)) AS types
            FROM pg_proc p JOIN pg_aggregate a ON a.aggfnoid = p.oid
