@@ -409,6 +409,7 @@ DECLARE
   dropped text;
   shards_table regclass;
   derived regclass;
+  table_owner oid;
 BEGIN
   IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
                                         AND t.tgparentid <> 0) THEN
@@ -429,6 +430,7 @@ BEGIN
     PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
     -- Each only when it is the attachment's, never by its name alone (docs/ARCHITECTURE.md §13.5): the
     -- view reads the table; the tables belong to the table's owner.
+    SELECT c.relowner INTO table_owner FROM pg_class c WHERE c.oid = att.table_name;
     derived := to_regclass(format('%I.%I', rel_schema, names.checked_view));
     IF derived IS NOT NULL AND EXISTS (
          SELECT FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
@@ -439,8 +441,7 @@ BEGIN
     FOREACH derived IN ARRAY ARRAY[to_regclass(format('%I.%I', rel_schema, names.lock_table)),
                                    to_regclass(format('%I.%I', rel_schema, names.registry_table))] LOOP
       CONTINUE WHEN derived IS NULL;
-      IF (SELECT c.relowner FROM pg_class c WHERE c.oid = derived)
-         = (SELECT c.relowner FROM pg_class c WHERE c.oid = att.table_name) THEN
+      IF (SELECT c.relowner FROM pg_class c WHERE c.oid = derived) = table_owner THEN
         EXECUTE format('DROP TABLE %s', derived);
       ELSE
         RAISE NOTICE 'simhash_detach: table % is left: its owner is not the owner of %', derived, att.table_name;
@@ -448,8 +449,7 @@ BEGIN
     END LOOP;
     shards_table := to_regclass(format('%I.%I', rel_schema, names.shards_table));
     IF obj_description(shards_table, 'pg_class') LIKE 'simhash_ext: one row per shard of %'
-       AND (SELECT c.relowner FROM pg_class c WHERE c.oid = shards_table)
-           = (SELECT c.relowner FROM pg_class c WHERE c.oid = att.table_name) THEN
+       AND (SELECT c.relowner FROM pg_class c WHERE c.oid = shards_table) = table_owner THEN
       EXECUTE format('DROP TABLE %s', shards_table);
     END IF;
   END IF;

@@ -442,23 +442,19 @@ pub unsafe fn describe_row(
 }
 
 /// Whether the writer may be told the key (columns `names`, None for ctid) of a row of the attached
-/// table `attached`.
+/// table `attached`; not when a key column is missing from it.
 unsafe fn key_visible(attached: pg_sys::Oid, names: Option<&[String]>) -> bool {
+    use crate::privileges::{may_see_key, Columns};
+    let Some(names) = names else {
+        return may_see_key(attached, Columns::Table);
+    };
     let rel = pg_sys::RelationIdGetRelation(attached);
     if rel.is_null() {
         return false;
     }
-    let attnums = names.map(|names| {
-        names
-            .iter()
-            .map(|n| attnum_of((*rel).rd_att, n).unwrap_or(0))
-            .collect::<Vec<i16>>()
-    });
+    let attnums: Option<Vec<i16>> = names.iter().map(|n| attnum_of((*rel).rd_att, n)).collect();
     pg_sys::RelationClose(rel);
-    match attnums {
-        Some(attnums) if attnums.contains(&0) => false,
-        attnums => crate::privileges::may_see_key(attached, attnums.as_deref()),
-    }
+    attnums.is_some_and(|attnums| may_see_key(attached, Columns::Some(&attnums)))
 }
 
 /// A similarity as messages show it: three decimals.
@@ -471,33 +467,21 @@ pub fn similarity_text(similarity: f64) -> String {
 /// unique violation (`PG_DIAG_CONSTRAINT_NAME`). The DETAIL names the row's key only when the writer
 /// may see it, as PostgreSQL's unique violations do.
 pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nearest) -> ! {
-    let nearness = match n.measure {
-        Measure::Similarity(similarity) => format!(
-            "has estimated similarity {} (threshold {})",
-            similarity_text(similarity),
-            att.minhash().map_or(0.0, |m| m.threshold)
-        ),
-        Measure::Distance(distance) => {
-            format!(
-                "is at Hamming distance {distance} (max_distance {})",
-                att.max_distance
-            )
-        }
+    let limit = match att.minhash() {
+        Some(m) => format!("threshold {}", m.threshold),
+        None => format!("max_distance {}", att.max_distance),
     };
     // Without the key, no measure either: a distance or similarity to a row the writer may not read
     // would let it guess the row's text edit by edit.
-    let detail = match &n.key {
-        Some(key) => format!("Key ({key_columns})=({key}) {nearness}."),
-        None => match att.minhash() {
-            Some(m) => format!(
-                "A row you may not read is a near-duplicate (threshold {}).",
-                m.threshold
-            ),
-            None => format!(
-                "A row you may not read is a near-duplicate (max_distance {}).",
-                att.max_distance
-            ),
-        },
+    let detail = match (&n.key, n.measure) {
+        (Some(key), Measure::Similarity(similarity)) => format!(
+            "Key ({key_columns})=({key}) has estimated similarity {} ({limit}).",
+            similarity_text(similarity)
+        ),
+        (Some(key), Measure::Distance(distance)) => {
+            format!("Key ({key_columns})=({key}) is at Hamming distance {distance} ({limit}).")
+        }
+        (None, _) => format!("A row you may not read is a near-duplicate ({limit})."),
     };
     crate::errors::raise_violation(
         EncodedError {

@@ -293,6 +293,12 @@ fn read_rows(
     })
 }
 
+/// `Spi::connect_mut` with the search path `pg_catalog, pg_temp` (`crate::privileges`): no name in
+/// the statements resolves to another role's function or operator.
+fn connect_with_safe_search_path<R>(f: impl FnOnce(&mut pgrx::spi::SpiClient<'_>) -> R) -> R {
+    unsafe { crate::privileges::with_safe_search_path(|| Spi::connect_mut(f)) }
+}
+
 /// The pairs of a SimHash attachment of a Citus table, searched on its workers (docs/ARCHITECTURE.md
 /// §9.5): every row is filed, in a table distributed by bucket, under the k+1 buckets of its parts
 /// (`simhash_registry_buckets`); each worker groups its buckets and pairs each one
@@ -319,41 +325,40 @@ fn distributed_search(
         return None;
     }
     let namespace = unsafe { crate::catalog::extension_namespace() };
-    // Its statements name operators without their schema: they run where only pg_catalog's are found.
-    let on_workers = || {
-        Spi::connect_mut(|client| {
-            let table = Table::read(relid, text_column, namespace);
-            let RowKey::Columns(columns) = &table.key else {
-                return None;
-            };
-            if table.att.minhash().is_some() {
-                return None;
-            }
-            check_method_options(reporter.what, &table, max_distance, threshold);
-            let what = reporter.what;
-            let k = crate::attachment::check_max_distance(max_distance.unwrap_or(table.att.max_distance));
-            let schema = |oid: pg_sys::Oid| unsafe {
-                pgrx::spi::quote_identifier(crate::catalog::cstr_utf8(pg_sys::get_namespace_name(oid)))
-            };
-            let ext = schema(namespace);
-            let rel_namespace = unsafe { pg_sys::get_rel_namespace(relid) };
-            let rel_schema = schema(rel_namespace);
-            // The bucket table is made in the table's schema: without CREATE there, the coordinator pairs.
-            let may_create = client
-                .select(
-                    "SELECT pg_catalog.has_schema_privilege($1, 'CREATE')",
-                    None,
-                    &[rel_namespace.into()],
-                )
-                .and_then(|t| t.first().get_one::<bool>())
-                .ok()
-                .flatten();
-            if may_create != Some(true) {
-                return None;
-            }
-            // The bucket table lives beside the attached table for the length of this call.
-            let buckets = format!("{rel_schema}.simhash_pairs_{}", unsafe { pg_sys::MyProcPid });
-            let key_types: Vec<String> = client
+    // Its statements name operators without their schema.
+    connect_with_safe_search_path(|client| {
+        let table = Table::read(relid, text_column, namespace);
+        let RowKey::Columns(columns) = &table.key else {
+            return None;
+        };
+        if table.att.minhash().is_some() {
+            return None;
+        }
+        check_method_options(reporter.what, &table, max_distance, threshold);
+        let what = reporter.what;
+        let k = crate::attachment::check_max_distance(max_distance.unwrap_or(table.att.max_distance));
+        let schema = |oid: pg_sys::Oid| unsafe {
+            pgrx::spi::quote_identifier(crate::catalog::cstr_utf8(pg_sys::get_namespace_name(oid)))
+        };
+        let ext = schema(namespace);
+        let rel_namespace = unsafe { pg_sys::get_rel_namespace(relid) };
+        let rel_schema = schema(rel_namespace);
+        // The bucket table is made in the table's schema: without CREATE there, the coordinator pairs.
+        let may_create = client
+            .select(
+                "SELECT pg_catalog.has_schema_privilege($1, 'CREATE')",
+                None,
+                &[rel_namespace.into()],
+            )
+            .and_then(|t| t.first().get_one::<bool>())
+            .ok()
+            .flatten();
+        if may_create != Some(true) {
+            return None;
+        }
+        // The bucket table lives beside the attached table for the length of this call.
+        let buckets = format!("{rel_schema}.simhash_pairs_{}", unsafe { pg_sys::MyProcPid });
+        let key_types: Vec<String> = client
             .select(
                 "SELECT pg_catalog.format('%I %s', p.attname, p.atttype) FROM simhash_internal.primary_key($1) p ORDER BY p.ord",
                 None,
@@ -362,89 +367,86 @@ fn distributed_search(
             .ok()?
             .map(|row| row.get::<String>(1).ok().flatten().unwrap_or_default())
             .collect();
-            let fp = pgrx::spi::quote_identifier(table.att.fingerprint_column());
-            let run = |client: &mut pgrx::spi::SpiClient<'_>, sql: &str| {
-                client
-                    .update(sql, None, &[])
-                    .unwrap_or_else(|e| pgrx::error!("{what}: {e} (in {sql})"));
-            };
-            run(
-                client,
-                &format!(
-                    "CREATE UNLOGGED TABLE {buckets} (lock_key int NOT NULL, part_value bigint NOT NULL, \
+        let fp = pgrx::spi::quote_identifier(table.att.fingerprint_column());
+        let run = |client: &mut pgrx::spi::SpiClient<'_>, sql: &str| {
+            client
+                .update(sql, None, &[])
+                .unwrap_or_else(|e| pgrx::error!("{what}: {e} (in {sql})"));
+        };
+        run(
+            client,
+            &format!(
+                "CREATE UNLOGGED TABLE {buckets} (lock_key int NOT NULL, part_value bigint NOT NULL, \
                  fingerprint bigint NOT NULL, key text, {})",
-                    key_types.join(", ")
-                ),
-            );
-            run(client, &format!("SELECT pg_catalog.create_distributed_table('{buckets}', 'lock_key', colocate_with => 'none')"));
-            reporter.report(|| "filing every row under its buckets on the workers".into());
-            run(
-                client,
-                &format!(
-                    "INSERT INTO {buckets} SELECT b.lock_key, b.part_value, t.{fp}, {}, {} FROM {} t \
+                key_types.join(", ")
+            ),
+        );
+        run(client, &format!("SELECT pg_catalog.create_distributed_table('{buckets}', 'lock_key', colocate_with => 'none')"));
+        reporter.report(|| "filing every row under its buckets on the workers".into());
+        run(
+            client,
+            &format!(
+                "INSERT INTO {buckets} SELECT b.lock_key, b.part_value, t.{fp}, {}, {} FROM {} t \
                  CROSS JOIN LATERAL {ext}.simhash_registry_buckets(t.{fp}, {k}) b WHERE t.{fp} IS NOT NULL",
-                    table.key.value_sql("t"),
-                    table.key.order_by("t"),
-                    table.qualified
-                ),
-            );
-            reporter.report(|| "pairing each bucket on its worker".into());
-            let order = columns
-                .iter()
-                .map(|c| format!("r.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let query = format!(
+                table.key.value_sql("t"),
+                table.key.order_by("t"),
+                table.qualified
+            ),
+        );
+        reporter.report(|| "pairing each bucket on its worker".into());
+        let order = columns
+            .iter()
+            .map(|c| format!("r.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let query = format!(
             "SELECT pg_catalog.convert_to(g.keys[p.a], 'UTF8'), pg_catalog.convert_to(g.keys[p.b], 'UTF8'), p.distance \
              FROM (SELECT r.lock_key, pg_catalog.array_agg(r.fingerprint ORDER BY {order}) AS fps, pg_catalog.array_agg(r.key ORDER BY {order}) AS keys \
                    FROM {buckets} r GROUP BY r.lock_key, r.part_value HAVING count(*) > 1) g \
              CROSS JOIN LATERAL simhash_internal.bucket_pairs(g.lock_key >> 8, g.fps, {k}) p"
         );
-            let utf8 = |row: &pgrx::spi::SpiHeapTupleData, i: usize| {
-                utf8_key(row.get::<Vec<u8>>(i).ok().flatten().unwrap_or_default())
-            };
-            let mut pairs = Vec::new();
-            {
-                let mut cursor = client.open_cursor(&query, &[]);
-                loop {
-                    let batch = cursor.fetch(10_000).expect("reading the pairs failed");
-                    if batch.is_empty() {
-                        break;
-                    }
-                    for row in batch {
-                        pairs.push((
-                            utf8(&row, 1),
-                            utf8(&row, 2),
-                            row.get::<i32>(3).ok().flatten().unwrap_or(0),
-                        ));
-                    }
-                    let found = pairs.len();
-                    reporter
-                        .report(|| format!("{found} pairs within distance {k} received from the workers"));
+        let utf8 = |row: &pgrx::spi::SpiHeapTupleData, i: usize| {
+            utf8_key(row.get::<Vec<u8>>(i).ok().flatten().unwrap_or_default())
+        };
+        let mut pairs = Vec::new();
+        {
+            let mut cursor = client.open_cursor(&query, &[]);
+            loop {
+                let batch = cursor.fetch(10_000).expect("reading the pairs failed");
+                if batch.is_empty() {
+                    break;
                 }
-            }
-            run(client, &format!("DROP TABLE {buckets}"));
-            let mut keys = Vec::new();
-            if with_keys {
-                let query = format!(
-                    "SELECT pg_catalog.convert_to({}, 'UTF8') FROM {} t ORDER BY {}",
-                    table.key.value_sql("t"),
-                    table.qualified,
-                    table.key.order_by("t")
-                );
-                let mut cursor = client.open_cursor(&query, &[]);
-                loop {
-                    let batch = cursor.fetch(10_000).expect("reading the keys failed");
-                    if batch.is_empty() {
-                        break;
-                    }
-                    keys.extend(batch.map(|row| utf8(&row, 1)));
+                for row in batch {
+                    pairs.push((
+                        utf8(&row, 1),
+                        utf8(&row, 2),
+                        row.get::<i32>(3).ok().flatten().unwrap_or(0),
+                    ));
                 }
+                let found = pairs.len();
+                reporter.report(|| format!("{found} pairs within distance {k} received from the workers"));
             }
-            Some(Distributed { keys, pairs })
-        })
-    };
-    unsafe { crate::privileges::with_safe_search_path(on_workers) }
+        }
+        run(client, &format!("DROP TABLE {buckets}"));
+        let mut keys = Vec::new();
+        if with_keys {
+            let query = format!(
+                "SELECT pg_catalog.convert_to({}, 'UTF8') FROM {} t ORDER BY {}",
+                table.key.value_sql("t"),
+                table.qualified,
+                table.key.order_by("t")
+            );
+            let mut cursor = client.open_cursor(&query, &[]);
+            loop {
+                let batch = cursor.fetch(10_000).expect("reading the keys failed");
+                if batch.is_empty() {
+                    break;
+                }
+                keys.extend(batch.map(|row| utf8(&row, 1)));
+            }
+        }
+        Some(Distributed { keys, pairs })
+    })
 }
 
 /// Refuses the setting of the other method: `max_distance` for MinHash, `threshold` for SimHash

@@ -340,17 +340,7 @@ mod simhash_internal {
     #[pg_extern(volatile, strict, parallel_unsafe, name = "lock_near_duplicates")]
     fn lock_near_duplicates(table_name: RegClass, fingerprint: i64, max_distance: i32) {
         // Only a writer of the table takes them: these locks make checked writes wait.
-        unsafe {
-            let mode = (pg_sys::ACL_INSERT | pg_sys::ACL_UPDATE) as pg_sys::AclMode;
-            let acl = pg_sys::pg_class_aclcheck(table_name.0, pg_sys::GetUserId(), mode);
-            if acl != pg_sys::AclResult::ACLCHECK_OK {
-                pg_sys::aclcheck_error(
-                    acl,
-                    pg_sys::ObjectType::OBJECT_TABLE,
-                    pg_sys::get_rel_name(table_name.0),
-                );
-            }
-        }
+        unsafe { crate::privileges::require(table_name.0, pg_sys::ACL_INSERT | pg_sys::ACL_UPDATE) };
         let k = crate::attachment::check_max_distance(max_distance);
         crate::check::lock_parts(table_name.0, fingerprint as u64, k);
     }

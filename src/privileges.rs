@@ -16,6 +16,18 @@ pub enum Columns<'a> {
     All,
     /// These attribute numbers.
     Some(&'a [i16]),
+    /// None that a column privilege can grant (system columns such as `ctid`): the table's own
+    /// privilege only.
+    Table,
+}
+
+/// Whether the current user holds one of the privileges `mode` on table `relid` itself.
+///
+/// # Safety
+/// In a transaction (catalog lookups).
+pub unsafe fn may(relid: pg_sys::Oid, mode: u32) -> bool {
+    pg_sys::pg_class_aclcheck(relid, pg_sys::GetUserId(), mode as pg_sys::AclMode)
+        == pg_sys::AclResult::ACLCHECK_OK
 }
 
 /// Whether the current user may SELECT `columns` of table `relid` (the table's privilege, or the
@@ -24,11 +36,10 @@ pub enum Columns<'a> {
 /// # Safety
 /// In a transaction (catalog lookups).
 pub unsafe fn may_select(relid: pg_sys::Oid, columns: &Columns) -> bool {
-    let user = pg_sys::GetUserId();
-    let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
-    if pg_sys::pg_class_aclcheck(relid, user, select) == pg_sys::AclResult::ACLCHECK_OK {
+    if may(relid, pg_sys::ACL_SELECT) {
         return true;
     }
+    let (user, select) = (pg_sys::GetUserId(), pg_sys::ACL_SELECT as pg_sys::AclMode);
     match columns {
         Columns::All => {
             pg_sys::pg_attribute_aclcheck_all(relid, user, select, pg_sys::AclMaskHow::ACLMASK_ALL)
@@ -37,22 +48,45 @@ pub unsafe fn may_select(relid: pg_sys::Oid, columns: &Columns) -> bool {
         Columns::Some(attnums) => attnums.iter().all(|&attnum| {
             pg_sys::pg_attribute_aclcheck(relid, attnum, user, select) == pg_sys::AclResult::ACLCHECK_OK
         }),
+        Columns::Table => false,
     }
 }
 
-/// Raises PostgreSQL's own `permission denied for table ...` (42501) unless the current user may
-/// SELECT `columns` of table `relid`.
+/// Raises PostgreSQL's own `permission denied for table ...` (42501) for table `relid`.
+unsafe fn deny(relid: pg_sys::Oid) -> ! {
+    pg_sys::aclcheck_error(
+        pg_sys::AclResult::ACLCHECK_NO_PRIV,
+        pg_sys::ObjectType::OBJECT_TABLE,
+        pg_sys::get_rel_name(relid),
+    );
+    unreachable!("aclcheck_error raises an ERROR")
+}
+
+/// Raises 42501 unless the current user may SELECT `columns` of table `relid`.
 ///
 /// # Safety
 /// In a transaction (catalog lookups).
 pub unsafe fn require_select(relid: pg_sys::Oid, columns: Columns) {
     if !may_select(relid, &columns) {
-        pg_sys::aclcheck_error(
-            pg_sys::AclResult::ACLCHECK_NO_PRIV,
-            pg_sys::ObjectType::OBJECT_TABLE,
-            pg_sys::get_rel_name(relid),
-        );
+        deny(relid);
     }
+}
+
+/// Raises 42501 unless the current user holds one of the privileges `mode` on table `relid`.
+///
+/// # Safety
+/// In a transaction (catalog lookups).
+pub unsafe fn require(relid: pg_sys::Oid, mode: u32) {
+    if !may(relid, mode) {
+        deny(relid);
+    }
+}
+
+/// Whether row-level security filters what the current user reads of table `relid`; unless
+/// `no_error`, with `row_security = off` where it would, PostgreSQL's own error (42501).
+unsafe fn rls_enabled(relid: pg_sys::Oid, no_error: bool) -> bool {
+    pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, no_error)
+        == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
 }
 
 /// Whether row-level security filters what the current user reads of table `relid` (with
@@ -61,29 +95,17 @@ pub unsafe fn require_select(relid: pg_sys::Oid, columns: Columns) {
 /// # Safety
 /// In a transaction (catalog lookups).
 pub unsafe fn row_security_applies(relid: pg_sys::Oid) -> bool {
-    pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, false)
-        == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
+    rls_enabled(relid, false)
 }
 
-/// Whether the writer of a row may be told the key of another row of `relid` (attribute numbers
-/// `key`; None for a key made of system columns): as PostgreSQL shows the key in a unique
-/// violation, only without row-level security and with SELECT on the key.
+/// Whether the writer of a row may be told the key (`columns`) of another row of `relid`: as
+/// PostgreSQL shows the key in a unique violation, only without row-level security and with SELECT
+/// on the key.
 ///
 /// # Safety
 /// In a transaction (catalog lookups).
-pub unsafe fn may_see_key(relid: pg_sys::Oid, key: Option<&[i16]>) -> bool {
-    if pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, true)
-        == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
-    {
-        return false;
-    }
-    match key {
-        Some(attnums) => may_select(relid, &Columns::Some(attnums)),
-        None => {
-            pg_sys::pg_class_aclcheck(relid, pg_sys::GetUserId(), pg_sys::ACL_SELECT as pg_sys::AclMode)
-                == pg_sys::AclResult::ACLCHECK_OK
-        }
-    }
+pub unsafe fn may_see_key(relid: pg_sys::Oid, columns: Columns) -> bool {
+    !rls_enabled(relid, true) && may_select(relid, &columns)
 }
 
 /// The owner of relation `relid` (syscache).

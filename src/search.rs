@@ -791,13 +791,8 @@ pub enum ShardProbe {
 /// Call where a query may run.
 pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: i32) -> ShardProbe {
     let heap = open_table(relid);
-    let acl = pg_sys::pg_class_aclcheck(relid, pg_sys::GetUserId(), pg_sys::ACL_SELECT as pg_sys::AclMode);
-    if acl != pg_sys::AclResult::ACLCHECK_OK {
-        pg_sys::aclcheck_error(acl, pg_sys::ObjectType::OBJECT_TABLE, pg_sys::get_rel_name(relid));
-    }
-    if pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, false)
-        == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
-    {
+    crate::privileges::require(relid, pg_sys::ACL_SELECT);
+    if crate::privileges::row_security_applies(relid) {
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         return ShardProbe::Declined;
     }
