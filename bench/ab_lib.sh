@@ -31,3 +31,45 @@ start_all() {
             -c autovacuum=off -c fsync=off" >/dev/null
     done
 }
+
+# ab_run ROUNDS SPEC...: with the caller's `measure BUILD KIND` (printing "ms cpu_ns hits"), an
+# untimed warm-up, then ROUNDS rounds measuring every KIND of the SPECs for A then B (B then A in
+# every other round), each measurement printed as it comes; then, per SPEC KIND:COUNT:SCALE:UNIT,
+# the medians per COUNT operations times SCALE (in UNIT), B/A, the medians of the rounds' paired
+# B/A ratios, the same for backend CPU time, and the hits of each build (which must agree).
+ab_run() {
+    local rounds=$1 spec kind build round order results kinds=()
+    shift
+    for spec in "$@"; do kinds+=("${spec%%:*}"); done
+    for build in A B; do for kind in "${kinds[@]}"; do measure "$build" "$kind" >/dev/null; done; done
+    echo "round build kind ms cpu_ns hits"
+    results=$(
+        for round in $(seq 1 "$rounds"); do
+            order="A B"
+            [ $((round % 2)) -eq 0 ] && order="B A"
+            for build in $order; do
+                for kind in "${kinds[@]}"; do
+                    echo "$round $build $kind $(measure "$build" "$kind")"
+                done
+            done
+        done | tee /dev/stderr
+    )
+    echo
+    printf '%s\n' "$results"
+    python3 - "$@" <<PY
+import statistics, sys
+rows = [line.split() for line in """$results""".strip().splitlines()]
+for spec in sys.argv[1:]:
+    kind, n, scale, unit = spec.split(":", 3)
+    n, scale = int(n), float(scale)
+    got = {b: sorted((r for r in rows if r[1] == b and r[2] == kind), key=lambda r: int(r[0])) for b in "AB"}
+    found = {b: sorted({r[5] for r in got[b]}) for b in "AB"}
+    med = {b: statistics.median(float(r[3]) for r in got[b]) * scale / n for b in "AB"}
+    cpu = {b: statistics.median(int(r[4]) for r in got[b]) / 1e6 * scale / n for b in "AB"}
+    paired = statistics.median(float(b[3]) / float(a[3]) for a, b in zip(got["A"], got["B"]))
+    cpu_paired = statistics.median(int(b[4]) / int(a[4]) for a, b in zip(got["A"], got["B"]))
+    print(f"{kind}: {unit}, median of {len(got['A'])} rounds: A {med['A']:.4f}, B {med['B']:.4f}, "
+          f"B/A {med['B'] / med['A']:.3f} (paired by round {paired:.3f}); backend CPU: A {cpu['A']:.4f}, "
+          f"B {cpu['B']:.4f}, B/A {cpu['B'] / cpu['A']:.3f} (paired {cpu_paired:.3f}); found A {found['A']} B {found['B']}")
+PY
+}

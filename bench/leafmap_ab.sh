@@ -87,38 +87,4 @@ measure() { # build, kind
     esac
 }
 
-for build in A B; do measure $build lookup >/dev/null && measure $build write >/dev/null; done # warm-up
-echo "round build kind ms cpu_ns hits"
-results=$(
-    for round in $(seq 1 "$ROUNDS"); do
-        order="A B"
-        [ $((round % 2)) -eq 0 ] && order="B A"
-        for build in $order; do
-            for kind in lookup write; do
-                echo "$round $build $kind $(measure "$build" "$kind")"
-            done
-        done
-    done | tee /dev/stderr
-)
-echo
-printf '%s\n' "$results"
-python3 - "$QUERIES" "$WRITE_ROWS" <<PY
-import statistics, sys
-queries, write_rows = int(sys.argv[1]), int(sys.argv[2])
-rows = [line.split() for line in """$results""".strip().splitlines()]
-for kind, per, unit in (("lookup", queries, "ms per lookup"), ("write", write_rows, "us per row")):
-    scale = 1.0 if kind == "lookup" else 1000.0
-    got = {b: [r for r in rows if r[1] == b and r[2] == kind] for b in "AB"}
-    found = {b: sorted({r[5] for r in got[b]}) for b in "AB"}
-    med = {b: statistics.median(float(r[3]) for r in got[b]) * scale / per for b in "AB"}
-    cpu = {b: statistics.median(int(r[4]) for r in got[b]) / 1e6 * scale / per for b in "AB"}
-    cpu_paired = statistics.median(
-        int(b[4]) / int(a[4])
-        for a, b in zip(sorted(got["A"], key=lambda r: int(r[0])), sorted(got["B"], key=lambda r: int(r[0]))))
-    paired = statistics.median(
-        float(b[3]) / float(a[3])
-        for a, b in zip(sorted(got["A"], key=lambda r: int(r[0])), sorted(got["B"], key=lambda r: int(r[0]))))
-    print(f"{kind}: {unit}, median of {len(got['A'])} rounds: A {med['A']:.4f}, B {med['B']:.4f}, "
-          f"B/A {med['B'] / med['A']:.3f} (paired by round {paired:.3f}); backend CPU: A {cpu['A']:.4f}, "
-          f"B {cpu['B']:.4f}, B/A {cpu['B'] / cpu['A']:.3f} (paired {cpu_paired:.3f}); found A {found['A']} B {found['B']}")
-PY
+ab_run "$ROUNDS" "lookup:$QUERIES:1:ms per lookup" "write:$WRITE_ROWS:1000:us per row"

@@ -102,34 +102,5 @@ measure() { # build, kind
     esac
 }
 
-KINDS="lookup flag minhash"
-for build in A B; do for kind in $KINDS; do measure $build $kind >/dev/null; done; done # warm-up
-results=$(
-    for round in $(seq 1 "$ROUNDS"); do
-        order="A B"
-        [ $((round % 2)) -eq 0 ] && order="B A"
-        for build in $order; do
-            for kind in $KINDS; do
-                echo "$round $build $kind $(measure "$build" "$kind")"
-            done
-        done
-    done | tee /dev/stderr
-)
-echo
-python3 - "$QUERIES" "$WRITE_ROWS" <<PY
-import statistics, sys
-queries, write_rows = int(sys.argv[1]), int(sys.argv[2])
-rows = [line.split() for line in """$results""".strip().splitlines()]
-per = {"lookup": (queries, 1.0, "ms per lookup"), "flag": (write_rows, 1000.0, "us per row"),
-       "minhash": (write_rows * 3 // 4, 1000.0, "us per row")}
-for kind, (n, scale, unit) in per.items():
-    got = {b: sorted((r for r in rows if r[1] == b and r[2] == kind), key=lambda r: int(r[0])) for b in "AB"}
-    found = {b: sorted({r[5] for r in got[b]}) for b in "AB"}
-    med = {b: statistics.median(float(r[3]) for r in got[b]) * scale / n for b in "AB"}
-    cpu = {b: statistics.median(int(r[4]) for r in got[b]) / 1e6 * scale / n for b in "AB"}
-    paired = statistics.median(float(b[3]) / float(a[3]) for a, b in zip(got["A"], got["B"]))
-    cpu_paired = statistics.median(int(b[4]) / int(a[4]) for a, b in zip(got["A"], got["B"]))
-    print(f"{kind}: {unit}, median of {len(got['A'])} rounds: A {med['A']:.4f}, B {med['B']:.4f}, "
-          f"B/A {med['B'] / med['A']:.3f} (paired {paired:.3f}); backend CPU: A {cpu['A']:.4f}, "
-          f"B {cpu['B']:.4f}, B/A {cpu['B'] / cpu['A']:.3f} (paired {cpu_paired:.3f}); found A {found['A']} B {found['B']}")
-PY
+ab_run "$ROUNDS" "lookup:$QUERIES:1:ms per lookup" "flag:$WRITE_ROWS:1000:us per row" \
+    "minhash:$((WRITE_ROWS * 3 / 4)):1000:us per row"
