@@ -555,6 +555,28 @@ impl Attachment {
         format!("simhash_{}$chk", self.text_column)
     }
 
+    /// The CHECK constraint that ties the band columns to the fingerprint where the trigger keeps
+    /// them (an online attach, src/online.rs): NOT VALID while that attach has not finished.
+    pub fn bands_constraint_name(&self) -> String {
+        format!("{}$bands", self.trigger_name())
+    }
+
+    /// Whether an online attach of this column of `rel` has not finished (running, cancelled or
+    /// crashed): its bands constraint is there and not yet validated. Read from the relcache.
+    ///
+    /// # Safety
+    /// `rel` must be an open relation.
+    pub unsafe fn is_attaching(&self, rel: pg_sys::Relation) -> bool {
+        let constr = (*(*rel).rd_att).constr;
+        if constr.is_null() || (*constr).num_check == 0 {
+            return false;
+        }
+        let name = self.bands_constraint_name();
+        std::slice::from_raw_parts((*constr).check, (*constr).num_check as usize)
+            .iter()
+            .any(|c| !c.ccvalid && cstr_utf8(c.ccname) == name)
+    }
+
     /// The view that writes to a registry attachment of `table` (unquoted) go through.
     pub fn checked_view(&self, table: &str) -> String {
         format!("{table}_{}_checked", self.text_column)
@@ -605,6 +627,15 @@ pub unsafe fn find(
         }
     }
     match found.len() {
+        1 if found[0].is_attaching(heap) => raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            message: format!(
+                "column \"{}\" of \"{table}\" is still being attached",
+                found[0].text_column
+            ),
+            detail: Some("simhash_attach_concurrently() has not finished: some rows have no fingerprint or band index yet.".into()),
+            hint: Some("Call simhash_attach_concurrently() again to resume it, or simhash_detach() to remove it.".into()),
+        }),
         1 => found.pop().expect("one attachment"),
         0 => raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,

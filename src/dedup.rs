@@ -139,20 +139,20 @@ pub fn register_settings() {
 }
 
 /// Emits a NOTICE at most every `simhash.progress_interval` while a long run goes on.
-struct Reporter {
+pub(crate) struct Reporter {
     what: &'static str,
     last: Instant,
 }
 
 impl Reporter {
-    fn new(what: &'static str) -> Self {
+    pub(crate) fn new(what: &'static str) -> Self {
         Reporter {
             what,
             last: Instant::now(),
         }
     }
 
-    fn report(&mut self, message: impl FnOnce() -> String) {
+    pub(crate) fn report(&mut self, message: impl FnOnce() -> String) {
         pg_sys::check_for_interrupts!();
         // The allocator spent its reserve on a failed allocation: stop while memory is left.
         if simhash_core::error::memory_low() {

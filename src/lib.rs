@@ -18,6 +18,7 @@ mod internal;
 mod leafmap;
 mod lsh;
 mod minhash;
+mod online;
 mod partitions;
 mod privileges;
 mod search;
@@ -42,6 +43,7 @@ pub extern "C-unwind" fn _PG_init() {
     std::env::set_var("RUST_LIB_BACKTRACE", "0");
     dedup::register_settings();
     leafmap::register_settings();
+    online::register_settings();
     deferred::register();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         simhash_core::tokenize::jieba();

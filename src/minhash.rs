@@ -58,7 +58,12 @@ fn minhash_similarity(a: &[u8], b: &[u8]) -> f64 {
 /// band number. Two signatures that share a key at the same position share that band.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn minhash_bands(signature: &[u8], bands: default!(i32, 32), rows: default!(i32, 4)) -> Vec<i64> {
-    let signature = decode(signature);
+    band_keys(&decode(signature), bands, rows)
+}
+
+/// The band keys `minhash_bands(signature, bands, rows)` returns; an attachment's band-keys column
+/// holds those of the defaults (32 bands of 4 rows).
+pub fn band_keys(signature: &minhash::Signature, bands: i32, rows: i32) -> Vec<i64> {
     let lsh = Lsh::parse(bands, rows, signature.k()).or_raise();
-    minhash::band_keys(&signature, &lsh).unwrap_or_else(|e| raise(e))
+    minhash::band_keys(signature, &lsh).unwrap_or_else(|e| raise(e))
 }

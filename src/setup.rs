@@ -38,13 +38,19 @@ pub struct Setup {
     pub shard: Option<crate::citus::Distribution>,
     /// The registered-fingerprint column of a registry attachment.
     pub registered_att: Option<i32>,
+    /// The band columns the trigger keeps, as (band, column number): those of an online attach,
+    /// which are plain columns (an offline attach generates them from the fingerprint).
+    pub kept_bands: Vec<(i32, i32)>,
+    /// Whether an online attach of the column has not finished: the trigger fingerprints rows but
+    /// checks none (`Attachment::is_attaching`).
+    pub attaching: bool,
 }
 
 impl Setup {
     /// Whether the duplicate check of an INSERT is left to `simhash_check_trigger()`: paired
     /// triggers in `'error'` mode, outside SERIALIZABLE (both triggers decide it the same way).
     pub fn checks_inserts_after(&self) -> bool {
-        self.deferred && self.att.mode == Mode::Error && defers()
+        self.deferred && !self.attaching && self.att.mode == Mode::Error && defers()
     }
 }
 
@@ -108,7 +114,18 @@ pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
                 && !att.registry
                 && shard.is_none()
                 && paired(rel, trigger);
+            let kept_bands = att
+                .band_columns()
+                .iter()
+                .enumerate()
+                .filter_map(|(band, name)| {
+                    let n = attnum_of(tupdesc, name)?;
+                    (attribute(tupdesc, n.into()).attgenerated == 0).then_some((band as i32, i32::from(n)))
+                })
+                .collect();
             Setup {
+                kept_bands,
+                attaching: att.is_attaching(rel),
                 registered_att,
                 shard,
                 scope,

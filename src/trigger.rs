@@ -93,6 +93,24 @@ impl Stored {
         }
     }
 
+    /// The values of the band columns the trigger keeps (`Setup::kept_bands`): the bands an
+    /// offline attach generates from the fingerprint, computed here from the same value.
+    fn band_values(&self, kept: &[(i32, i32)], nbands: i32) -> Vec<(i32, Option<pg_sys::Datum>)> {
+        kept.iter()
+            .map(|&(band, column)| {
+                let value = match self {
+                    Stored::SimHash(fp) => fp.map(|fp| {
+                        pg_sys::Datum::from(simhash_core::band(fp, band, nbands).or_raise())
+                    }),
+                    Stored::MinHash(sig) => sig
+                        .as_ref()
+                        .and_then(|sig| crate::minhash::band_keys(sig, 32, 4).into_datum()),
+                };
+                (column, value)
+            })
+            .collect()
+    }
+
     /// A 64-bit token of the value, for the notes of row moves between partitions.
     fn token(&self) -> Option<u64> {
         match self {
@@ -246,18 +264,21 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let token = value.token();
     let mut columns = vec![(firing.setup.fp_att, value.datum())];
     let att = &firing.setup.att;
+    columns.extend(value.band_values(&firing.setup.kept_bands, att.nbands));
+    // While an online attach runs, rows are fingerprinted but not checked (src/online.rs).
+    let checking = att.mode != Mode::None && !firing.setup.attaching;
     // The INSERT half of a row moved to another partition is no new text.
     let moved =
         firing.is_partition() && old.is_none() && crate::partitions::is_row_move(&*td.tg_trigger, token);
     if let (true, true, Stored::SimHash(fp)) = (
-        att.mode != Mode::None && text_changed,
+        checking && text_changed,
         firing.setup.registered_att.is_some(),
         &value,
     ) {
         check_registered(&firing, *fp);
         return firing.modified(&columns);
     }
-    if att.mode != Mode::None && (text_changed || scope_changed) && !moved && !firing.is_short() {
+    if checking && (text_changed || scope_changed) && !moved && !firing.is_short() {
         match check(&firing, &value) {
             Verdict::Skip => return pg_sys::Datum::from(0),
             Verdict::Flag(column, value) => columns.push((column, value)),

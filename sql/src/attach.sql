@@ -1,53 +1,41 @@
 -- simhash_attach(), simhash_internal.find_attachment() and simhash_detach().
-CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
-                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
-                               shingle int DEFAULT NULL, weighting text DEFAULT NULL,
-                               stopwords boolean DEFAULT NULL, fold text DEFAULT NULL, scope name DEFAULT NULL,
-                               registry boolean DEFAULT false, min_length int DEFAULT 0,
-                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL)
-RETURNS void
+CREATE FUNCTION simhash_internal.attach_checks(table_name regclass, text_column name, args bytea,
+                                               OUT kind "char", OUT dist_method "char", OUT dist_column name,
+                                               OUT key_type text)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  nbands int;
+  names record;
+  att @extschema@.simhash_attachment;
+  fp name;
+  minhash boolean;
+  scope name;
+  registry boolean;
+  on_duplicate text;
+  is_partition boolean;
   rel_schema name;
   rel_name name;
-  dist_method "char";
-  dist_column name;
-  unsafe_triggers text;
   scope_type regtype;
-  args bytea;
-  att @extschema@.simhash_attachment;
+  column_type regtype;
   existing @extschema@.simhash_attachment;
   missing text;
-  names record;
-  fp name;
-  kind "char";
-  is_partition boolean;
-  column_type regtype;
-  key_type text := 'text';
-  bands text;
   wanted name[];
   taken name;
   taken_in regclass;
-  minhash boolean;
-  compute text;
 BEGIN
-  IF table_name IS NULL OR text_column IS NULL THEN
-    RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
-  END IF;
-  -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
-  -- check the method, max_distance or threshold, on_duplicate, the text options (NULL: the
-  -- method's default), min_length, and the length of the names derived from the column (42622).
-  -- The names, and the options with their defaults filled in, come from them.
-  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
-                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
+  -- Everything that refuses an attach of column text_column of table_name with the settings that
+  -- trigger arguments args record (simhash_attach() and simhash_attach_concurrently() made them
+  -- with simhash_internal.encode_attachment()): the table's kind, Citus, the column, an attachment
+  -- already there, and every name the attach would create.
   SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
   SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
   fp := att.fingerprint_column;
   minhash := att.method = 'minhash';
-
+  scope := att.scope_column;
+  registry := att.registry;
+  on_duplicate := att.on_duplicate;
+  key_type := 'text';
   SELECT c.relkind, c.relispartition INTO kind, is_partition FROM pg_class c WHERE c.oid = table_name;
   IF kind NOT IN ('r', 'p') THEN
     RAISE EXCEPTION 'simhash_attach: "%" is not a table', table_name
@@ -114,7 +102,7 @@ BEGIN
       USING ERRCODE = '42804', HINT = 'Attach a text, varchar or char column.';
   END IF;
   SELECT s.* INTO existing FROM @extschema@.simhash_attachments() s
-  WHERE s.table_name = simhash_attach.table_name AND s.text_column = simhash_attach.text_column;
+  WHERE s.table_name = attach_checks.table_name AND s.text_column = attach_checks.text_column;
   IF FOUND THEN
     -- Columns of the attachment dropped by hand (while the event trigger was disabled, or before
     -- 0.4.0 refused it) break it: detach removes what is left.
@@ -130,9 +118,6 @@ BEGIN
       USING ERRCODE = '42710', HINT = 'Detach it first with simhash_detach().';
   END IF;
 
-  -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
-  -- radius of the query's (generalized pigeonhole, src/search.rs).
-  nbands := cardinality(att.band_columns);
   -- Every name the attach would create is checked before anything changes (a partition has the
   -- columns of its partitioned table, but triggers of its own).
   wanted := ARRAY[fp] || att.band_columns
@@ -148,7 +133,7 @@ BEGIN
                           text_column, array_to_string(wanted, ', '), taken);
   END IF;
   SELECT t.tgrelid INTO taken_in FROM pg_trigger t
-  WHERE t.tgrelid IN (SELECT simhash_attach.table_name UNION ALL SELECT p.relid FROM pg_partition_tree(table_name) p)
+  WHERE t.tgrelid IN (SELECT attach_checks.table_name UNION ALL SELECT p.relid FROM pg_partition_tree(table_name) p)
     AND t.tgname = names.trigger_name
   LIMIT 1;
   IF FOUND THEN
@@ -178,6 +163,61 @@ BEGIN
         USING ERRCODE = '42P07', HINT = 'registry => true makes a table of that name: rename or drop that one.';
     END IF;
   END IF;
+
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.attach_checks(regclass, name, bytea) IS
+  'Refuses an attach that cannot be made (the table, its Citus distribution, the column, names taken); returns what the attach needs to know of the table';
+
+CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
+                               shingle int DEFAULT NULL, weighting text DEFAULT NULL,
+                               stopwords boolean DEFAULT NULL, fold text DEFAULT NULL, scope name DEFAULT NULL,
+                               registry boolean DEFAULT false, min_length int DEFAULT 0,
+                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  nbands int;
+  dist_method "char";
+  dist_column name;
+  unsafe_triggers text;
+  args bytea;
+  att @extschema@.simhash_attachment;
+  names record;
+  fp name;
+  kind "char";
+  key_type text;
+  bands text;
+  minhash boolean;
+  compute text;
+  checked record;
+BEGIN
+  IF table_name IS NULL OR text_column IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
+  -- check the method, max_distance or threshold, on_duplicate, the text options (NULL: the
+  -- method's default), min_length, and the length of the names derived from the column (42622).
+  -- The names, and the options with their defaults filled in, come from them.
+  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
+  fp := att.fingerprint_column;
+  minhash := att.method = 'minhash';
+
+  -- Everything that can refuse the attach, before anything changes.
+  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name, text_column, args);
+  kind := checked.kind;
+  dist_method := checked.dist_method;
+  dist_column := checked.dist_column;
+  key_type := checked.key_type;
+  -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
+  -- radius of the query's (generalized pigeonhole, src/search.rs).
+  nbands := cardinality(att.band_columns);
 
   -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
   -- the band columns are generated from it. On a partitioned table each statement below reaches
@@ -267,7 +307,7 @@ BEGIN
     PERFORM simhash_internal.registry_view(table_name, text_column);
     PERFORM simhash_internal.registry_shards(table_name, text_column);
   END IF;
-  IF on_duplicate = 'error' AND kind = 'r' AND NOT is_partition AND dist_method IS NULL AND scope IS NULL
+  IF on_duplicate = 'error' AND kind = 'r' AND dist_method IS NULL AND scope IS NULL
      AND NOT registry AND NOT minhash THEN
     -- The duplicate check of INSERTs, once per statement for all its rows (src/deferred.rs).
     EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',

@@ -31,7 +31,8 @@ COMMENT ON FUNCTION simhash_internal.primary_key(regclass) IS 'The primary key c
 CREATE TYPE simhash_attachment AS (
   table_name regclass, text_column name, fingerprint_column name, band_columns name[], max_distance int,
   on_duplicate text, flag_column name, tokenizer text, shingle int, weighting text, stopwords boolean,
-  trigger_name name, fold text, scope_column name, registry boolean, min_length int, method text, threshold float8);
+  trigger_name name, fold text, scope_column name, registry boolean, min_length int, method text, threshold float8,
+  state text);
 
 CREATE FUNCTION simhash_internal.attachment(table_name regclass, trigger_name name, tgargs bytea)
 RETURNS SETOF @extschema@.simhash_attachment
@@ -40,7 +41,12 @@ SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT table_name, d.text_column::name, d.fingerprint_column::name, d.band_columns::name[], d.max_distance,
          d.on_duplicate, d.flag_column::name, d.tokenizer, d.shingle, d.weighting, d.stopwords, trigger_name, d.fold,
-         d.scope_column::name, d.registry, d.min_length, d.method, d.threshold
+         d.scope_column::name, d.registry, d.min_length, d.method, d.threshold,
+         -- 'attaching' until an online attach has finished: its bands constraint (named as
+         -- Attachment::bands_constraint_name in src/attachment.rs says) is NOT VALID until then.
+         CASE WHEN EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND NOT k.convalidated
+                                                        AND k.conname = trigger_name || '$bands')
+              THEN 'attaching' ELSE 'attached' END
   FROM simhash_internal.decode_attachment(tgargs) d
 $$;
 COMMENT ON FUNCTION simhash_internal.attachment(regclass, name, bytea) IS

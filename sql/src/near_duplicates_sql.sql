@@ -23,6 +23,13 @@ BEGIN
             HINT = format('Look it up with simhash_near_duplicates(NULL::%s, doc), or query column %I with the && operator.',
                           att.table_name, att.band_columns[1]);
   END IF;
+  IF att.state = 'attaching' THEN
+    -- As a lookup refuses (src/attachment.rs, find): rows without a fingerprint would be missed.
+    RAISE EXCEPTION 'column "%" of "%" is still being attached', att.text_column, att.table_name
+      USING ERRCODE = '55000',
+            DETAIL = 'simhash_attach_concurrently() has not finished: some rows have no fingerprint or band index yet.',
+            HINT = 'Call simhash_attach_concurrently() again to resume it, or simhash_detach() to remove it.';
+  END IF;
   -- Every fingerprint in the SQL below is cast to bigint: hamming() of another role's in the
   -- extension's schema with a closer signature (hamming(bigint, int) for a small literal) is never
   -- chosen (docs/ARCHITECTURE.md §13.2). Checks k as lookups do (22023), even when there is no

@@ -1,0 +1,293 @@
+-- simhash_attach_concurrently() (src/online.rs): the steps of an online attach that are SQL, and
+-- the progress a DBA can watch. docs/ARCHITECTURE.md §14 is the design.
+
+CREATE FUNCTION simhash_internal.online_begin(table_name regclass, text_column name, max_distance int, on_duplicate text,
+                                              tokenizer text, shingle int, weighting text, stopwords boolean,
+                                              fold text, scope name, registry boolean, min_length int,
+                                              method text, threshold float8, lock_timeout_ms int)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  args bytea;
+  names record;
+  att @extschema@.simhash_attachment;
+  existing @extschema@.simhash_attachment;
+  checked record;
+  fp name;
+  minhash boolean;
+  nbands int;
+  constraint_name text;
+  columns text;
+  bands_check text;
+BEGIN
+  IF table_name IS NULL OR text_column IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach_concurrently: table_name and text_column must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
+  -- An online attach of the column that has not finished (running elsewhere, cancelled, crashed)
+  -- is resumed when its settings are these.
+  SELECT s.* INTO existing FROM @extschema@.simhash_attachments() s
+  WHERE s.table_name = online_begin.table_name AND s.text_column = online_begin.text_column;
+  IF FOUND AND existing.state = 'attaching' THEN
+    IF (SELECT t.tgargs FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = existing.trigger_name)
+       IS DISTINCT FROM args THEN
+      RAISE EXCEPTION 'simhash_attach_concurrently: column "%" of "%" is being attached with other settings',
+        text_column, table_name
+        USING ERRCODE = '42710',
+              HINT = 'Call it with the settings of simhash_attachments() to resume that attach, or remove it with simhash_detach().';
+    END IF;
+    RETURN 'resumed';
+  END IF;
+  -- Everything simhash_attach() refuses (an attachment already there included).
+  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name, text_column, args);
+  IF checked.dist_method IS NOT NULL THEN
+    RAISE EXCEPTION 'simhash_attach_concurrently: "%" is a Citus table', table_name
+      USING ERRCODE = '0A000', HINT = 'Attach it with simhash_attach(): Citus tables keep the offline attach.';
+  END IF;
+  constraint_name := att.trigger_name || '$bands';  -- Attachment::bands_constraint_name (src/attachment.rs)
+  IF octet_length(constraint_name) > 63 THEN
+    RAISE EXCEPTION 'simhash_attach_concurrently: column name "%" is too long for the name of constraint "%"',
+      text_column, constraint_name USING ERRCODE = '42622', HINT = 'Attach it with simhash_attach(), or rename the column.';
+  END IF;
+  fp := att.fingerprint_column;
+  minhash := att.method = 'minhash';
+  nbands := cardinality(att.band_columns);
+  -- Plain columns, added without a rewrite: the trigger keeps the bands, and the constraint (NOT VALID
+  -- until the attach has finished; enforced on every write from now on) ties them to the fingerprint
+  -- as generated columns would.
+  IF minhash THEN
+    columns := format('ADD COLUMN %I bytea, ADD COLUMN %I bigint[]', fp, att.band_columns[1]);
+    bands_check := format('%I IS NOT DISTINCT FROM @extschema@.minhash_bands(%I)', att.band_columns[1], fp);
+  ELSE
+    SELECT format('ADD COLUMN %I bigint, ', fp)
+           || string_agg(format('ADD COLUMN %I int', b.name), ', ' ORDER BY b.i),
+           string_agg(format('%I IS NOT DISTINCT FROM @extschema@.simhash_band(%I, %s, %s)', b.name, fp, b.i - 1, nbands),
+                      ' AND ' ORDER BY b.i)
+    INTO columns, bands_check
+    FROM unnest(att.band_columns) WITH ORDINALITY b(name, i);
+  END IF;
+  IF att.flag_column IS NOT NULL THEN
+    columns := columns || format(', ADD COLUMN %I %s', att.flag_column, checked.key_type);
+  END IF;
+  -- The one step that takes a lock the application's reads and writes wait for: bounded by
+  -- lock_timeout, and tried again by the caller when it expires.
+  PERFORM set_config('lock_timeout', lock_timeout_ms || 'ms', true);
+  BEGIN
+    EXECUTE format('ALTER TABLE %s %s, ADD CONSTRAINT %I CHECK (%s) NOT VALID', table_name, columns, constraint_name,
+                   bands_check);
+    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                   names.trigger_name, table_name,
+                   (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
+    IF att.on_duplicate = 'error' AND checked.kind = 'r' AND att.scope_column IS NULL AND NOT minhash THEN
+      EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                     names.check_trigger_name, table_name,
+                     (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
+    END IF;
+  EXCEPTION WHEN lock_not_available THEN
+    RETURN 'locked';
+  END;
+  RETURN 'begun';
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.online_begin(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8, int) IS
+  'The first step of simhash_attach_concurrently(): checks, then the columns, the bands constraint (NOT VALID) and the triggers under a lock_timeout; ''resumed'' for an attach to resume, ''locked'' when the lock was not had in time';
+
+CREATE FUNCTION simhash_internal.relation_tree(table_name regclass)
+RETURNS TABLE (relid regclass, parentrelid regclass, isleaf boolean, level int)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  -- pg_partition_tree(), and for a table outside any partition tree (for which it has no row) the table.
+  SELECT p.relid, p.parentrelid, p.isleaf, p.level FROM pg_partition_tree(table_name) p
+  UNION ALL
+  SELECT table_name, NULL, true, 0 WHERE NOT EXISTS (SELECT FROM pg_partition_tree(table_name))
+$$;
+COMMENT ON FUNCTION simhash_internal.relation_tree(regclass) IS
+  'The partition tree of a table as pg_partition_tree() gives it, or the table alone when it is in none';
+
+CREATE FUNCTION simhash_internal.band_index(relid regclass, band_column name, OUT index_oid oid, OUT valid boolean)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  -- An index of relid whose first key is the band column (a valid one first).
+  SELECT i.indexrelid, i.indisvalid
+  FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+  WHERE i.indrelid = relid AND a.attname = band_column
+  ORDER BY i.indisvalid DESC, i.indexrelid
+  LIMIT 1
+$$;
+COMMENT ON FUNCTION simhash_internal.band_index(regclass, name) IS 'The index of a band column of a table, if it has one';
+
+CREATE FUNCTION simhash_internal.online_next_index_step(table_name regclass, text_column name,
+                                                        OUT statement text, OUT top_level boolean)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  b name;
+  definition text;
+  rel record;
+  idx record;
+  parent_idx record;
+BEGIN
+  -- The next statement that builds the band indexes, read from the catalog each time (so an attach
+  -- resumes where it stopped): for each band, an index ON ONLY each partitioned table, then one built
+  -- concurrently on each table that holds rows (an INVALID one left by a cancelled build dropped
+  -- first), then each attached to its parent's, deepest first. NULL when every index is there and valid.
+  FOREACH b IN ARRAY att.band_columns LOOP
+    definition := CASE WHEN att.method = 'minhash' THEN format('USING gin (%I) WITH (fastupdate = off)', b)
+                       ELSE format('(%I) INCLUDE (%I)', b, att.fingerprint_column) END;
+    FOR rel IN SELECT p.relid, c.relkind FROM simhash_internal.relation_tree(table_name) p JOIN pg_class c ON c.oid = p.relid
+               ORDER BY p.level, p.relid LOOP
+      SELECT * INTO idx FROM simhash_internal.band_index(rel.relid, b);
+      IF rel.relkind = 'p' AND idx.index_oid IS NULL THEN
+        statement := format('CREATE INDEX ON ONLY %s %s', rel.relid::regclass, definition);
+        top_level := false;
+        RETURN;
+      ELSIF rel.relkind = 'r' AND idx.index_oid IS NOT NULL AND NOT idx.valid THEN
+        statement := format('DROP INDEX CONCURRENTLY %s', idx.index_oid::regclass);
+        top_level := true;
+        RETURN;
+      ELSIF rel.relkind = 'r' AND idx.index_oid IS NULL THEN
+        statement := format('CREATE INDEX CONCURRENTLY ON %s %s', rel.relid::regclass, definition);
+        top_level := true;
+        RETURN;
+      END IF;
+    END LOOP;
+    FOR rel IN SELECT p.relid, p.parentrelid FROM simhash_internal.relation_tree(table_name) p
+               WHERE p.level > 0 ORDER BY p.level DESC, p.relid LOOP
+      SELECT * INTO idx FROM simhash_internal.band_index(rel.relid, b);
+      SELECT * INTO parent_idx FROM simhash_internal.band_index(rel.parentrelid, b);
+      IF idx.valid AND NOT EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = idx.index_oid
+                                                               AND h.inhparent = parent_idx.index_oid) THEN
+        statement := format('ALTER INDEX %s ATTACH PARTITION %s', parent_idx.index_oid::regclass,
+                            idx.index_oid::regclass);
+        top_level := false;
+        RETURN;
+      END IF;
+    END LOOP;
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.online_next_index_step(regclass, name) IS
+  'The next statement that builds the band indexes of an online attach (NULL when they are all there and valid)';
+
+CREATE FUNCTION simhash_internal.run_locked(table_name regclass, statement text, lock_timeout_ms int)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  -- A catalog change of an online attach under a lock_timeout: false when the lock was not had in time.
+  PERFORM set_config('lock_timeout', lock_timeout_ms || 'ms', true);
+  BEGIN
+    EXECUTE statement;
+  EXCEPTION WHEN lock_not_available THEN
+    RETURN false;
+  END;
+  RETURN true;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.run_locked(regclass, text, int) IS
+  'Runs a catalog change of simhash_attach_concurrently() under a lock_timeout (false when the lock was not had)';
+
+CREATE FUNCTION simhash_internal.online_fill_targets(table_name regclass, text_column name)
+RETURNS TABLE (leaf regclass, statement text, blocks bigint, tuples float8)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+BEGIN
+  -- Each table that holds rows, with the UPDATE that fingerprints one range of its blocks (the range's
+  -- bounds are $1 and $2, block numbers): it writes a placeholder into the fingerprint column of
+  -- the rows that lack one, and the trigger, seeing the column changed, computes the true value and
+  -- the bands (src/trigger.rs) — each row is fingerprinted once, by the same code as every write.
+  RETURN QUERY
+  SELECT p.relid::regclass,
+         format('UPDATE ONLY %1$s t SET %2$I = %3$s WHERE t.ctid OPERATOR(pg_catalog.>=) '
+                'pg_catalog.format(''(%%s,0)'', $1)::pg_catalog.tid AND t.ctid OPERATOR(pg_catalog.<) '
+                'pg_catalog.format(''(%%s,0)'', $2)::pg_catalog.tid AND t.%2$I IS NULL AND t.%4$I IS NOT NULL',
+                p.relid::regclass, att.fingerprint_column,
+                CASE WHEN att.method = 'minhash' THEN '''\x''::pg_catalog.bytea' ELSE '0::pg_catalog.int8' END,
+                att.text_column),
+         pg_relation_size(p.relid) / current_setting('block_size')::int,
+         c.reltuples::float8
+  FROM simhash_internal.relation_tree(table_name) p JOIN pg_class c ON c.oid = p.relid
+  WHERE c.relkind = 'r'
+  ORDER BY p.level, p.relid;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.online_fill_targets(regclass, name) IS
+  'The tables of an online attach that hold rows, with the UPDATE that fingerprints a range of blocks of each';
+
+CREATE FUNCTION simhash_internal.online_validate(table_name regclass, text_column name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+BEGIN
+  -- The last step of an online attach: every row's bands agree with its fingerprint (a scan that takes
+  -- SHARE UPDATE EXCLUSIVE, which no read or write waits for), and the trigger checks from its commit on.
+  EXECUTE format('ALTER TABLE %s VALIDATE CONSTRAINT %I', table_name, att.trigger_name || '$bands');
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.online_validate(regclass, name) IS
+  'Validates the bands constraint of an online attach: the attach is finished from its commit on';
+
+CREATE TABLE simhash_internal.attach_progress (
+  table_name oid NOT NULL,
+  text_column name NOT NULL,
+  pid int NOT NULL,
+  phase text NOT NULL,
+  detail text,
+  rows_done bigint,
+  rows_total bigint,
+  started timestamptz NOT NULL,
+  updated timestamptz NOT NULL,
+  PRIMARY KEY (table_name, text_column)
+);
+REVOKE ALL ON simhash_internal.attach_progress FROM PUBLIC;
+COMMENT ON TABLE simhash_internal.attach_progress IS
+  'simhash_ext: where each online attach is (written by simhash_attach_concurrently(); read through simhash_attach_progress)';
+
+CREATE VIEW simhash_attach_progress AS
+  SELECT p.table_name::regclass AS table_name, p.text_column, p.pid,
+         EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = p.pid
+                   AND a.backend_start OPERATOR(pg_catalog.<=) p.started) AS running,
+         p.phase, p.detail, p.rows_done, p.rows_total,
+         pg_catalog.round(100.0 OPERATOR(pg_catalog.*) p.rows_done OPERATOR(pg_catalog./)
+                          NULLIF(p.rows_total, 0), 1) AS percent,
+         p.started, p.updated
+  FROM simhash_internal.attach_progress p
+  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.table_name
+  -- Only the attaches of tables the reader may read or owns, and only those not finished: a row of
+  -- an attach removed by simhash_detach() is left here and never shown (the next attach replaces it).
+  WHERE (pg_catalog.pg_has_role(c.relowner, 'USAGE') OR pg_catalog.has_table_privilege(c.oid, 'SELECT'))
+    AND EXISTS (SELECT FROM pg_catalog.pg_constraint k
+                WHERE k.conrelid OPERATOR(pg_catalog.=) p.table_name AND NOT k.convalidated
+                  -- Attachment::bands_constraint_name (src/attachment.rs)
+                  AND k.conname OPERATOR(pg_catalog.=) ('simhash_' OPERATOR(pg_catalog.||) p.text_column
+                                                       OPERATOR(pg_catalog.||) '$bands'));
+GRANT SELECT ON simhash_attach_progress TO PUBLIC;
+COMMENT ON VIEW simhash_attach_progress IS
+  'The online attaches (simhash_attach_concurrently()) that have not finished: phase, rows done of total, and whether the call still runs';
+
+CREATE PROCEDURE simhash_attach_concurrently(table_name regclass, text_column name, max_distance int DEFAULT NULL,
+                                             on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
+                                             shingle int DEFAULT NULL, weighting text DEFAULT NULL,
+                                             stopwords boolean DEFAULT NULL, fold text DEFAULT NULL,
+                                             scope name DEFAULT NULL, registry boolean DEFAULT false,
+                                             min_length int DEFAULT 0, method text DEFAULT 'simhash',
+                                             threshold float8 DEFAULT NULL)
+LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_attach_concurrently';
+COMMENT ON PROCEDURE simhash_attach_concurrently(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8) IS
+  'simhash_attach() without an outage: brief locks, fingerprints written in committed batches, band indexes built concurrently; call it again to resume';
