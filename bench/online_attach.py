@@ -226,6 +226,50 @@ def verify(conn, touched, mode):
 
 # ------------------------------------------------------------------------------------------ runs
 
+class Phases:
+    """The phases of an online attach, polled from simhash_attach_progress (when the build has it)
+    every 0.2 s on a connection of its own: [(monotonic time, phase, detail)] at each change."""
+
+    def __init__(self):
+        import threading
+
+        self.seen, self.stop = [], threading.Event()
+        self.thread = threading.Thread(target=self.poll, daemon=True)
+        self.thread.start()
+
+    def poll(self):
+        try:
+            conn = connect()
+            if not conn.execute("SELECT to_regclass('simhash_attach_progress') IS NOT NULL").fetchone()[0]:
+                return
+            last = None
+            while not self.stop.wait(0.2):
+                row = conn.execute("SELECT phase, detail FROM simhash_attach_progress "
+                                   "WHERE table_name = 't'::regclass").fetchone()
+                phase = row[0] if row else None
+                if phase == "building indexes":  # one index after the other: the statement is the detail
+                    phase = f"{phase}: {row[1]}"
+                if phase != last:
+                    self.seen.append((time.monotonic(), phase or "(no progress row)", row[1] if row else None))
+                    last = phase
+            conn.close()
+        except Exception as e:  # noqa: BLE001 - the phases are a help, not a measurement
+            self.seen.append((time.monotonic(), f"(monitor stopped: {type(e).__name__})", None))
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join()
+        return self.seen
+
+    @staticmethod
+    def at(seen, when):
+        phase = "(before the first poll)"
+        for t, p, _ in seen:
+            if t <= when:
+                phase = p
+        return phase
+
+
 def run(conn, rows, method, mode, last):
     """One run: mode 'baseline' (no attach), 'offline' or 'online'."""
     fresh_table(conn, last)
@@ -248,6 +292,7 @@ def run(conn, rows, method, mode, last):
             sql = (f"SELECT simhash_attach('t', 'body'{opts})" if mode == "offline"
                    else f"CALL simhash_attach_concurrently('t', 'body'{opts})")
             res["load"].append(load_avg())
+            phases = Phases() if mode == "online" else None
             t0 = time.monotonic()
             try:
                 conn.execute(sql)
@@ -255,6 +300,7 @@ def run(conn, rows, method, mode, last):
             except Exception as e:  # noqa: BLE001 - reported, the run goes on
                 res["attach_error"] = f"{type(e).__name__}: {e}"
             t1 = time.monotonic()
+            res["phases"] = phases.finish() if phases else []
             load.attached.set()
             res["attach_s"] = t1 - t0
             res["load"].append(load_avg())
@@ -271,6 +317,11 @@ def run(conn, rows, method, mode, last):
     res["w_after"] = stats(writes, t1 + 1, float("inf"))
     res["nd_after"] = stats(reads, t1 + 1, float("inf"), kinds={"near_duplicates"})
     res["notices"] = [(at - t0, sev, msg) for at, sev, msg in notices]
+    phases = res.get("phases", [])
+    # The longest waits of the window, each with the phase of the online attach it started in.
+    window = [r for r in writes + reads if r[0] <= t1 and r[0] + r[1] >= t0]
+    res["longest"] = [(r[0] - t0, r[1] * 1000, r[2], r[3], Phases.at(phases, r[0]))
+                      for r in sorted(window, key=lambda r: -r[1])[:5]]
     res["sizes"] = sizes(conn)
     if mode != "baseline" and not res.get("attach_error"):
         vmode = VERIFY or ("all" if rows < 5_000_000 else "touched")
@@ -283,6 +334,12 @@ def run(conn, rows, method, mode, last):
              f"errors {r['errors']}; {res['sizes']['total']:.0f} B/row")
     for at, sev, msg in res["notices"]:
         progress(f"    {at:7.2f} s {sev}: {msg}")
+    for i, (at, phase, detail) in enumerate(phases):
+        end = phases[i + 1][0] if i + 1 < len(phases) else t1
+        progress(f"    phase from {at - t0:7.2f} s, {end - at:6.1f} s: {phase} {detail or ''}")
+    for at, ms, kind, state, phase in res["longest"]:
+        progress(f"    longest: {kind} at {at:7.2f} s waited {ms:9.1f} ms{' ' + state if state else ''}"
+                 f"{' in phase ' + str(phase) if phases else ''}")
     if "verify" in res:
         progress(f"  check: {res['verify']}")
     return res
@@ -298,7 +355,7 @@ def errs(d):
     return str(sum(d.values())) + (" (" + ", ".join(f"{k} × {v}" for k, v in sorted(d.items())) + ")" if d else "")
 
 
-def report(results, described, online_available):
+def report(results, described, online_available, settings):
     lines = [
         "# Attach under a write load: offline simhash_attach vs online simhash_attach_concurrently",
         "",
@@ -308,7 +365,8 @@ def report(results, described, online_available):
         f"switches to simhash_near_duplicates once the attach has returned), "
         + (f"each paced at {RATE:g} statements/s" if RATE else "each as fast as it can")
         + f", autocommit, one process each; {PRE:g} s of load before the attach, {POST:g} s after; baseline: "
-        f"{BASELINE:g} s of the same load, no attach. Default options, max_distance 7, on_duplicate 'none'.",
+        f"{BASELINE:g} s of the same load, no attach. Default options, max_distance 7, on_duplicate 'none'; "
+        f"the extension's settings: {settings or 'none'}.",
         "",
     ]
     for rows, d in described.items():
@@ -357,6 +415,19 @@ def report(results, described, online_available):
             f"| {fmt(nd['p50'], 2) + ' / ' + fmt(nd['p999']) if nd['n'] else '–'} "
             f"| {checked} "
             f"| {check} | {len(r['notices'])} |")
+    for r in results:
+        phases = r.get("phases") or []
+        if not phases:
+            continue
+        t0, t1 = r["window"]
+        parts = []
+        for i, (at, phase, _) in enumerate(phases):
+            end = phases[i + 1][0] if i + 1 < len(phases) else t1
+            parts.append(f"{phase or '(none)'} {end - at:.1f} s")
+        w = [x for x in r["longest"] if x[2] in ("insert", "update_text", "update_other")]
+        worst = f"; the longest write wait, {w[0][1]:,.1f} ms, began in phase {w[0][4]}" if w else ""
+        lines += ["", f"{r['rows']:,} {r['method']} online, the phases of simhash_attach_progress (polled every "
+                      f"0.2 s): " + ", ".join(parts) + worst + "."]
     if not online_available:
         lines += ["", "simhash_attach_concurrently() does not exist in this build: the online runs were skipped."]
     for r in results:
@@ -373,6 +444,10 @@ def main():
     if not online:
         progress("simhash_attach_concurrently() is not in this build: offline runs only")
     modes = [m for m in MODES if m != "online" or online]
+    conn.execute("SELECT simhash('load the library')")  # its settings exist from then on
+    settings = conn.execute(
+        "SELECT string_agg(format('%s = %s', name, setting || coalesce(unit, '')), ', ' ORDER BY name) "
+        "FROM pg_settings WHERE name LIKE 'simhash.%'").fetchone()[0]
     sizes_methods = [(ROWS, METHODS)] + ([] if SKIP_BIG else [(BIG_ROWS, BIG_METHODS)])
     results, described = [], {}
     for rows, methods in sizes_methods:
@@ -383,7 +458,7 @@ def main():
         for i, (method, mode) in enumerate(plan):
             results.append(run(conn, rows, method, mode, last=i == len(plan) - 1))
         conn.execute("DROP TABLE IF EXISTS t, corpus")
-        text = report(results, described, online)
+        text = report(results, described, online, settings)
         with open(RESULT, "w") as f:  # after each size, so a long run leaves what it has
             f.write(text)
     print(text)

@@ -40,27 +40,32 @@
 #   BENCH_OA_SKIP_BUILD [0]            1: reuse the package in /tmp/online-attach-pkg
 #   BENCH_OA_RESULT [/tmp/online_attach_result.md]
 
-BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=../scripts/common.sh
-source "$BENCH/../scripts/common.sh" # set -euo pipefail, ROOT, PG_CONFIG, start_server, stop_server
+# The body is one function, read whole before it runs: editing this file during a run cannot change
+# what the running shell reads next.
+main() {
+    BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    # shellcheck source=../scripts/common.sh
+    source "$BENCH/../scripts/common.sh" # set -euo pipefail, ROOT, PG_CONFIG, start_server, stop_server
 
-SERVER_DIR=/tmp/online-attach-bench
-export BENCH_PORT=54395
-PRIVATE_PG=/tmp/online-attach-pg
-PACKAGE=/tmp/online-attach-pkg
-PY=$BENCH/.venv/bin/python
-START=$SECONDS
-# shellcheck source=lib.sh
-source "$BENCH/lib.sh" # step, bench_prepare
-bench_prepare online-attach "${BENCH_OA_SKIP_BUILD:-0}"
+    SERVER_DIR=/tmp/online-attach-bench
+    export BENCH_PORT=54395
+    PRIVATE_PG=/tmp/online-attach-pg
+    PACKAGE=/tmp/online-attach-pkg
+    PY=$BENCH/.venv/bin/python
+    START=$SECONDS
+    # shellcheck source=lib.sh
+    source "$BENCH/lib.sh" # step, bench_prepare
+    bench_prepare online-attach "${BENCH_OA_SKIP_BUILD:-0}"
 
-step "server: $SERVER_DIR on port $BENCH_PORT"
-start_server "$SERVER_DIR" "$BENCH_PORT" shared_buffers=2GB work_mem=256MB maintenance_work_mem=1GB \
-    max_parallel_workers_per_gather=2 max_wal_size=8GB checkpoint_timeout=30min
-trap 'stop_server "$SERVER_DIR"' EXIT
-psql -h /tmp -p "$BENCH_PORT" -U postgres -qX -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION simhash_ext'
+    step "server: $SERVER_DIR on port $BENCH_PORT"
+    start_server "$SERVER_DIR" "$BENCH_PORT" shared_buffers=2GB work_mem=256MB maintenance_work_mem=1GB \
+        max_parallel_workers_per_gather=2 max_wal_size=8GB checkpoint_timeout=30min
+    trap 'stop_server "$SERVER_DIR"' EXIT
+    psql -h /tmp -p "$BENCH_PORT" -U postgres -qX -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION simhash_ext'
 
-export BENCH_OA_MACHINE="Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc), RAM $(free -g | awk '/^Mem:/ {print $2}') GiB; $("$PG_BIN/postgres" --version); simhash_ext release build (\`cargo pgrx package\`) of commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src core sql 2>/dev/null || echo ' with uncommitted changes under src/, core/ or sql/'), loaded from $PRIVATE_PG; the server settings of bench/attach.sh (shared_buffers = 2GB, maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2, max_wal_size = 8GB), autovacuum on."
-step "measuring (bench/online_attach.py)"
-"$PY" "$BENCH/online_attach.py"
-step "done in $((SECONDS - START)) s: ${BENCH_OA_RESULT:-/tmp/online_attach_result.md}"
+    export BENCH_OA_MACHINE="Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc), RAM $(free -g | awk '/^Mem:/ {print $2}') GiB; $("$PG_BIN/postgres" --version); simhash_ext release build (\`cargo pgrx package\`) of commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src core sql 2>/dev/null || echo ' with uncommitted changes under src/, core/ or sql/'), loaded from $PRIVATE_PG; the server settings of bench/attach.sh (shared_buffers = 2GB, maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2, max_wal_size = 8GB), autovacuum on."
+    step "measuring (bench/online_attach.py)"
+    "$PY" "$BENCH/online_attach.py"
+    step "done in $((SECONDS - START)) s: ${BENCH_OA_RESULT:-/tmp/online_attach_result.md}"
+}
+main "$@"
