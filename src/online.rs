@@ -176,8 +176,8 @@ unsafe fn commit() {
 }
 
 /// Runs `sql` (one utility statement) as a top-level statement in transactions of its own, as if
-/// the client had sent it: how `CREATE INDEX CONCURRENTLY` and `DROP INDEX CONCURRENTLY`, which
-/// commit inside, run from here. No SPI connection may be open (the call's is none: see
+/// the client had sent it: how `CREATE INDEX CONCURRENTLY`, `DROP INDEX CONCURRENTLY` and `VACUUM`,
+/// which commit inside, run from here. No SPI connection may be open (the call's is none: see
 /// [`require_top_level`]).
 unsafe fn run_top_level(sql: &str) {
     commit();
@@ -288,6 +288,17 @@ fn int8_param(value: i64) -> Param {
     (pg_sys::INT8OID, Some(pg_sys::Datum::from(value)))
 }
 
+/// A table that holds rows, as `simhash_internal.online_fill_targets()` describes it.
+struct FillTarget {
+    leaf: pg_sys::Oid,
+    /// The UPDATE of the rows of blocks `$1` to `$2` that the application has not locked.
+    statement: String,
+    /// The UPDATE of the rows left.
+    sweep: String,
+    blocks: i64,
+    tuples: f64,
+}
+
 /// One online attach as it goes.
 struct Attach {
     table: pg_sys::Oid,
@@ -334,25 +345,35 @@ impl Attach {
     /// Step 2: fingerprints the rows already there, a range of blocks per transaction.
     unsafe fn fill(&mut self) {
         let (targets, _) = query(
-            "SELECT t.leaf::pg_catalog.oid, t.statement, t.blocks, t.tuples \
+            "SELECT t.leaf::pg_catalog.oid, t.statement, t.sweep, t.blocks, t.tuples \
              FROM simhash_internal.online_fill_targets($1::pg_catalog.regclass, $2::pg_catalog.name) t",
             &[oid_param(self.table), text_param(&self.column)],
         );
         let parse = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
-        let targets: Vec<(pg_sys::Oid, String, i64, f64)> = targets
+        let targets: Vec<FillTarget> = targets
             .iter()
-            .map(|r| {
-                let leaf = pg_sys::Oid::from(parse(&r[0]) as u32);
-                (leaf, r[1].clone().unwrap_or_default(), parse(&r[2]) as i64, parse(&r[3]))
+            .map(|r| FillTarget {
+                leaf: pg_sys::Oid::from(parse(&r[0]) as u32),
+                statement: r[1].clone().unwrap_or_default(),
+                sweep: r[2].clone().unwrap_or_default(),
+                blocks: parse(&r[3]) as i64,
+                tuples: parse(&r[4]),
             })
             .collect();
-        let total_blocks: i64 = targets.iter().map(|t| t.2).sum();
-        let total_rows: Option<i64> = targets.iter().all(|t| t.3 >= 0.0).then(|| targets.iter().map(|t| t.3 as i64).sum());
+        let total_blocks: i64 = targets.iter().map(|t| t.blocks).sum();
+        let total_rows: Option<i64> =
+            targets.iter().all(|t| t.tuples >= 0.0).then(|| targets.iter().map(|t| t.tuples as i64).sum());
         let mut blocks_done = 0i64;
         let mut written = 0u64;
-        for (leaf, statement, blocks, tuples) in &targets {
+        for FillTarget { leaf, statement, sweep, blocks, tuples } in &targets {
             let per_block = if *blocks > 0 && *tuples > 0.0 { (tuples / *blocks as f64).max(1.0) } else { 50.0 };
             let step = ((f64::from(BATCH_ROWS.get()) / per_block) as i64).max(1);
+            // Each row written leaves its old version behind: a VACUUM after every eighth of the
+            // table lets the next batches' rows reuse that space, so the table grows by about an
+            // eighth instead of doubling (docs/ARCHITECTURE.md §14.3).
+            let vacuum_every = (*blocks / 8).max(128);
+            let mut since_vacuum = 0i64;
+            let leaf_name = crate::catalog::qualified_name_of(*leaf);
             let mut start = 0i64;
             while start < *blocks {
                 let end = (start + step).min(*blocks);
@@ -369,8 +390,19 @@ impl Attach {
                 };
                 self.progress("filling", Some(&format!("{written} rows fingerprinted")), done, total_rows);
                 commit();
+                since_vacuum += end - start;
+                if since_vacuum >= vacuum_every && end < *blocks {
+                    run_top_level(&format!("VACUUM {leaf_name}"));
+                    since_vacuum = 0;
+                }
                 start = end;
             }
+            // The rows the application had locked when their range was done, if it did not write them since.
+            let (_, n) = crate::privileges::as_owner(*leaf, true, || {
+                crate::privileges::with_safe_search_path(|| query(sweep, &[]))
+            });
+            written += n;
+            commit();
         }
     }
 

@@ -1,4 +1,20 @@
 -- simhash_attach(), simhash_internal.find_attachment() and simhash_detach().
+CREATE FUNCTION simhash_internal.band_expressions(att @extschema@.simhash_attachment)
+RETURNS TABLE (band_column name, expression text)
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  -- Each band column of an attachment with the expression of its value: generated from it by
+  -- simhash_attach(), kept by the trigger and tied to it by a constraint after an online attach.
+  SELECT b.name, CASE WHEN att.method = 'minhash' THEN format('@extschema@.minhash_bands(%I)', att.fingerprint_column)
+                      ELSE format('@extschema@.simhash_band(%I, %s, %s)', att.fingerprint_column, b.i - 1,
+                                  cardinality(att.band_columns)) END
+  FROM unnest(att.band_columns) WITH ORDINALITY b(name, i)
+  ORDER BY b.i
+$$;
+COMMENT ON FUNCTION simhash_internal.band_expressions(simhash_attachment) IS
+  'The band columns of an attachment, each with the SQL expression of its value';
+
 CREATE FUNCTION simhash_internal.attach_checks(table_name regclass, text_column name, args bytea,
                                                OUT kind "char", OUT dist_method "char", OUT dist_column name,
                                                OUT key_type text)
@@ -235,15 +251,10 @@ BEGIN
     PERFORM simhash_internal.execute_as_owner(table_name, format('UPDATE %s t SET %I = t.%I', table_name,
                                                                  names.registered_column, fp));
   END IF;
-  IF minhash THEN
-    -- One array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md §6.11).
-    bands := format('ADD COLUMN %I bigint[] GENERATED ALWAYS AS (@extschema@.minhash_bands(%I)) STORED',
-                    att.band_columns[1], fp);
-  ELSE
-    SELECT string_agg(format('ADD COLUMN %I int GENERATED ALWAYS AS (@extschema@.simhash_band(%I, %s, %s)) STORED',
-                             b.name, fp, b.i - 1, nbands), ', ' ORDER BY b.i)
-    INTO bands FROM unnest(att.band_columns) WITH ORDINALITY b(name, i);
-  END IF;
+  -- MinHash: one array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md §6.11).
+  SELECT string_agg(format('ADD COLUMN %I %s GENERATED ALWAYS AS (%s) STORED', b.band_column,
+                           CASE WHEN minhash THEN 'bigint[]' ELSE 'int' END, b.expression), ', ')
+  INTO bands FROM simhash_internal.band_expressions(att) b;
   IF att.flag_column IS NOT NULL THEN
     bands := bands || format(', ADD COLUMN %I %s', att.flag_column, key_type);
   END IF;

@@ -12,6 +12,7 @@ DECLARE
   fp_wanted regtype;
   added text[];
   b name;
+  bands_constraint oid;
 BEGIN
   SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = partition;
   FOR att IN SELECT s.* FROM pg_trigger t CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
@@ -64,6 +65,19 @@ BEGIN
     -- not a partition included).
     PERFORM simhash_internal.fill(partition, att.text_column, att.fingerprint_column, att.tokenizer, att.shingle,
                                   att.weighting, att.stopwords, att.fold, att.method);
+    -- Attached online, the partitioned table keeps its bands in plain columns tied to the fingerprint
+    -- by a constraint (sql/src/online.sql), which PostgreSQL wants the partition to have too.
+    SELECT k.oid INTO bands_constraint FROM pg_constraint k
+    WHERE k.conrelid = parent AND k.conname = att.trigger_name || '$bands';
+    IF bands_constraint IS NOT NULL THEN
+      PERFORM simhash_internal.execute_as_owner(partition, format('UPDATE ONLY %s SET %s', partition,
+        (SELECT string_agg(format('%I = %s', b.band_column, b.expression), ', ')
+         FROM simhash_internal.band_expressions(att) b)));
+      IF NOT EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = partition AND k.conname = att.trigger_name || '$bands') THEN
+        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', partition, att.trigger_name || '$bands',
+                       pg_get_constraintdef(bands_constraint));
+      END IF;
+    END IF;
   END LOOP;
 END
 $$;

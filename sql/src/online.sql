@@ -17,7 +17,6 @@ DECLARE
   checked record;
   fp name;
   minhash boolean;
-  nbands int;
   constraint_name text;
   columns text;
   bands_check text;
@@ -56,21 +55,14 @@ BEGIN
   END IF;
   fp := att.fingerprint_column;
   minhash := att.method = 'minhash';
-  nbands := cardinality(att.band_columns);
   -- Plain columns, added without a rewrite: the trigger keeps the bands, and the constraint (NOT VALID
   -- until the attach has finished; enforced on every write from now on) ties them to the fingerprint
   -- as generated columns would.
-  IF minhash THEN
-    columns := format('ADD COLUMN %I bytea, ADD COLUMN %I bigint[]', fp, att.band_columns[1]);
-    bands_check := format('%I IS NOT DISTINCT FROM @extschema@.minhash_bands(%I)', att.band_columns[1], fp);
-  ELSE
-    SELECT format('ADD COLUMN %I bigint, ', fp)
-           || string_agg(format('ADD COLUMN %I int', b.name), ', ' ORDER BY b.i),
-           string_agg(format('%I IS NOT DISTINCT FROM @extschema@.simhash_band(%I, %s, %s)', b.name, fp, b.i - 1, nbands),
-                      ' AND ' ORDER BY b.i)
-    INTO columns, bands_check
-    FROM unnest(att.band_columns) WITH ORDINALITY b(name, i);
-  END IF;
+  SELECT format('ADD COLUMN %I %s, ', fp, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END)
+         || string_agg(format('ADD COLUMN %I %s', b.band_column, CASE WHEN minhash THEN 'bigint[]' ELSE 'int' END), ', '),
+         string_agg(format('%I IS NOT DISTINCT FROM %s', b.band_column, b.expression), ' AND ')
+  INTO columns, bands_check
+  FROM simhash_internal.band_expressions(att) b;
   IF att.flag_column IS NOT NULL THEN
     columns := columns || format(', ADD COLUMN %I %s', att.flag_column, checked.key_type);
   END IF;
@@ -198,25 +190,30 @@ COMMENT ON FUNCTION simhash_internal.run_locked(regclass, text, int) IS
   'Runs a catalog change of simhash_attach_concurrently() under a lock_timeout (false when the lock was not had)';
 
 CREATE FUNCTION simhash_internal.online_fill_targets(table_name regclass, text_column name)
-RETURNS TABLE (leaf regclass, statement text, blocks bigint, tuples float8)
+RETURNS TABLE (leaf regclass, statement text, sweep text, blocks bigint, tuples float8)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  placeholder text := CASE WHEN att.method = 'minhash' THEN '''\x''::pg_catalog.bytea' ELSE '0::pg_catalog.int8' END;
 BEGIN
-  -- Each table that holds rows, with the UPDATE that fingerprints one range of its blocks (the range's
-  -- bounds are $1 and $2, block numbers): it writes a placeholder into the fingerprint column of
-  -- the rows that lack one, and the trigger, seeing the column changed, computes the true value and
-  -- the bands (src/trigger.rs) — each row is fingerprinted once, by the same code as every write.
+  -- Each table that holds rows, with the UPDATEs that fingerprint its rows: they write a placeholder
+  -- into the fingerprint column of the rows that lack one, and the trigger, seeing the column
+  -- changed, computes the true value and the bands (src/trigger.rs) — each row fingerprinted once, by
+  -- the same code as every write. statement does one range of blocks ($1 to $2, block numbers) and
+  -- passes over the rows the application has locked (never waiting on it, it never deadlocks with
+  -- it); sweep does the rows left, waiting for their locks.
   RETURN QUERY
   SELECT p.relid::regclass,
-         format('UPDATE ONLY %1$s t SET %2$I = %3$s WHERE t.ctid OPERATOR(pg_catalog.>=) '
-                'pg_catalog.format(''(%%s,0)'', $1)::pg_catalog.tid AND t.ctid OPERATOR(pg_catalog.<) '
-                'pg_catalog.format(''(%%s,0)'', $2)::pg_catalog.tid AND t.%2$I IS NULL AND t.%4$I IS NOT NULL',
-                p.relid::regclass, att.fingerprint_column,
-                CASE WHEN att.method = 'minhash' THEN '''\x''::pg_catalog.bytea' ELSE '0::pg_catalog.int8' END,
-                att.text_column),
+         format('UPDATE ONLY %1$s t SET %2$I = %3$s WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY('
+                'SELECT r.ctid FROM ONLY %1$s r WHERE r.ctid OPERATOR(pg_catalog.>=) '
+                'pg_catalog.format(''(%%s,0)'', $1)::pg_catalog.tid AND r.ctid OPERATOR(pg_catalog.<) '
+                'pg_catalog.format(''(%%s,0)'', $2)::pg_catalog.tid AND r.%2$I IS NULL AND r.%4$I IS NOT NULL '
+                'FOR UPDATE SKIP LOCKED))',
+                p.relid::regclass, att.fingerprint_column, placeholder, att.text_column),
+         format('UPDATE ONLY %1$s t SET %2$I = %3$s WHERE t.%2$I IS NULL AND t.%4$I IS NOT NULL',
+                p.relid::regclass, att.fingerprint_column, placeholder, att.text_column),
          pg_relation_size(p.relid) / current_setting('block_size')::int,
          c.reltuples::float8
   FROM simhash_internal.relation_tree(table_name) p JOIN pg_class c ON c.oid = p.relid
@@ -225,7 +222,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION simhash_internal.online_fill_targets(regclass, name) IS
-  'The tables of an online attach that hold rows, with the UPDATE that fingerprints a range of blocks of each';
+  'The tables of an online attach that hold rows, with the UPDATEs that fingerprint a range of blocks of each and the rows left';
 
 CREATE FUNCTION simhash_internal.online_validate(table_name regclass, text_column name)
 RETURNS void
