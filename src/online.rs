@@ -96,6 +96,14 @@ unsafe fn attach_concurrently(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum
     }
     let table = pg_sys::Oid::from_datum(args[0].value, false).expect("a table");
     let column = cstr_utf8(args[1].value.cast_mut_ptr::<std::ffi::c_char>());
+    // As ALTER TABLE would (the fill runs as the owner: never for a caller without the owner's rights).
+    if !crate::privileges::acts_for_owner(table) {
+        pg_sys::aclcheck_error(
+            pg_sys::AclResult::ACLCHECK_NOT_OWNER,
+            pg_sys::ObjectType::OBJECT_TABLE,
+            pg_sys::get_rel_name(table),
+        );
+    }
     let _job = Job::claim(table, &column);
     let mut job = Attach {
         table,

@@ -170,6 +170,11 @@ BEGIN
         EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.check_trigger_name);
       END IF;
     END IF;
+    -- After an online attach, its bands constraint is named after the trigger (sql/src/online.sql).
+    IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = att.trigger_name || '$bands') THEN
+      EXECUTE format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', table_name, att.trigger_name || '$bands',
+                     new_names.trigger_name || '$bands');
+    END IF;
   END LOOP;
 END
 $$;
