@@ -2,7 +2,7 @@
 -- and its steps (sql/src/online.sql, whole), the table and view of its progress; simhash_attachments()
 -- gains the column state ('attaching' until an online attach has finished); simhash_attach()'s checks
 -- move into simhash_internal.attach_checks(), which both attaches use; simhash_near_duplicates_sql()
--- refuses a column still being attached; simhash_internal.prepare_partition() gives a partition attached to such a table its bands and constraint. The rest (the trigger keeps plain band columns, lookups
+-- refuses a column still being attached; simhash_internal.prepare_partition() gives a partition attached to such a table its bands and constraint, and simhash_internal.rename_column() renames the constraint with the column. The rest (the trigger keeps plain band columns, lookups
 -- refuse an unfinished attach) is in the library.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.9.0'" to load this file. \quit
 
@@ -212,6 +212,8 @@ BEGIN
 
 END
 $$;
+COMMENT ON FUNCTION simhash_internal.attach_checks(regclass, name, bytea) IS
+  'Refuses an attach that cannot be made (the table, its Citus distribution, the column, names taken); returns what the attach needs to know of the table';
 
 -- sql/src/attach.sql
 CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
@@ -524,6 +526,104 @@ END
 $$;
 COMMENT ON FUNCTION simhash_internal.prepare_partition(regclass, regclass) IS
   'Gives a table about to become a partition of an attached table the columns and fingerprints it needs';
+
+-- sql/src/ddl.sql
+CREATE OR REPLACE FUNCTION simhash_internal.rename_column(table_name regclass, old_name name, new_name name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment;
+  trig record;
+  enabled "char";
+  renamed name[];
+  args text[];
+  wanted text[];
+  old_names record;
+  new_names record;
+  taken name;
+  i int;
+BEGIN
+  FOR trig IN SELECT s AS att, t.tgparentid <> 0 AS clone, t.tgargs
+              FROM pg_trigger t CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
+              WHERE t.tgrelid = rename_column.table_name
+                AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure LOOP
+    att := trig.att;
+    renamed := att.fingerprint_column || att.band_columns || att.flag_column;
+    IF old_name = ANY (renamed) THEN
+      RAISE EXCEPTION 'cannot rename column "%" of "%": simhash_attach() added it for column "%"',
+        old_name, table_name, att.text_column
+        USING ERRCODE = '55000',
+              HINT = format('Rename column %I instead: its fingerprint, band and flag columns follow it.', att.text_column);
+    END IF;
+    -- A partition's columns are inherited: PostgreSQL refuses to rename them there.
+    CONTINUE WHEN old_name <> att.text_column OR trig.clone OR new_name = old_name;
+    IF (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" of distributed table "%"', old_name, table_name
+        USING ERRCODE = '0A000',
+              HINT = 'Detach it with simhash_detach(), rename it, and attach it again.';
+    END IF;
+    -- The same arguments with the new text column: the names derived from them are the new names.
+    args := simhash_internal.trigger_args(trig.tgargs);
+    args[1] := new_name;
+    SELECT array_remove(ARRAY[d.fingerprint_column] || d.band_columns || d.flag_column, NULL) INTO wanted
+    FROM simhash_internal.decode_attachment(
+           (SELECT string_agg(convert_to(a, getdatabaseencoding()) || '\x00'::bytea, ''::bytea ORDER BY n)
+            FROM unnest(args) WITH ORDINALITY u(a, n))) d;
+    SELECT * INTO old_names FROM simhash_internal.object_names(table_name, old_name);
+    SELECT * INTO new_names FROM simhash_internal.object_names(table_name, new_name);
+    IF EXISTS (SELECT FROM unnest(wanted) w WHERE octet_length(w) > 63) THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" to "%": the name is too long to derive column names from',
+        old_name, new_name USING ERRCODE = '42622';
+    END IF;
+    SELECT a.attname INTO taken FROM pg_attribute a
+    WHERE a.attrelid = table_name AND a.attname = ANY (wanted) AND a.attnum > 0 AND NOT a.attisdropped
+    ORDER BY a.attnum LIMIT 1;
+    IF taken IS NOT NULL THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" to "%": column "%" of relation "%" already exists',
+        old_name, new_name, taken, table_name
+        USING ERRCODE = '42701',
+              HINT = format('The columns %s follow column %I; rename or drop column %I first, or pick another name.',
+                            array_to_string(renamed, ', '), old_name, taken);
+    END IF;
+    IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = new_names.trigger_name) THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" to "%": trigger "%" for relation "%" already exists',
+        old_name, new_name, new_names.trigger_name, table_name
+        USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
+    END IF;
+    FOR i IN 1 .. cardinality(wanted) LOOP
+      EXECUTE format('ALTER TABLE %s RENAME COLUMN %I TO %I', table_name, renamed[i], wanted[i]);
+    END LOOP;
+    -- The trigger's arguments name the text column: it is made again with the new name.
+    SELECT t.tgenabled INTO enabled FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name;
+    EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, table_name);
+    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                   new_names.trigger_name, table_name, (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
+    IF enabled = 'D' THEN
+      EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.trigger_name);
+    END IF;
+    SELECT t.tgenabled INTO enabled FROM pg_trigger t
+    WHERE t.tgrelid = table_name AND t.tgname = old_names.check_trigger_name;
+    IF FOUND THEN
+      EXECUTE format('DROP TRIGGER %I ON %s', old_names.check_trigger_name, table_name);
+      EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                     new_names.check_trigger_name, table_name,
+                     (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
+      IF enabled = 'D' THEN
+        EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.check_trigger_name);
+      END IF;
+    END IF;
+    -- After an online attach, its bands constraint is named after the trigger (sql/src/online.sql).
+    IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = att.trigger_name || '$bands') THEN
+      EXECUTE format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', table_name, att.trigger_name || '$bands',
+                     new_names.trigger_name || '$bands');
+    END IF;
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.rename_column(regclass, name, name) IS
+  'Before an attached text column is renamed, renames the columns derived from it and remakes its trigger';
 
 -- sql/src/online.sql
 -- simhash_attach_concurrently() (src/online.rs): the steps of an online attach that are SQL, and
