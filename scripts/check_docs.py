@@ -10,9 +10,9 @@ Without a server (README.md, CHANGELOG.md and docs/*.md):
 - every repository path written as code (`bench/dedup.sh`) exists, or is one git ignores (made by a
   script).
 With --port, against a server where simhash_ext is installed (in a fresh database it creates):
-- the README's Reference lists every function of the extension's schema exactly once per
-  signature, with the installed argument names, types of the required arguments, defaults of the
-  optional ones and result type, and nothing else;
+- the README's Reference lists every function and procedure of the extension's schema exactly once
+  per signature, with the installed argument names, types of the required arguments, defaults of the
+  optional ones and result type (`procedure` for a procedure), and nothing else;
 - its settings table lists exactly the simhash.* settings, with their defaults.
 Exits 1 and names each difference.
 """
@@ -203,7 +203,8 @@ def check_server(args: argparse.Namespace) -> None:
 
     rows("CREATE EXTENSION simhash_ext")
     installed = sorted(installed_signature(*r) for r in rows(
-        """SELECT p.proname, pg_get_function_arguments(p.oid), pg_get_function_result(p.oid)
+        """SELECT p.proname, pg_get_function_arguments(p.oid),
+                  CASE WHEN p.prokind = 'p' THEN 'procedure' ELSE pg_get_function_result(p.oid) END
            FROM pg_proc p
            JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
            JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_ext'
