@@ -159,7 +159,8 @@ if ((everything)); then
     run_suite clients bash tests/clients/run.sh
 
     # Robustness (issue 4): encodings, huge inputs and cancellation, upgrades, dump and restore,
-    # preloading, crash recovery, allocation failure; each on its own server (ports 54341-54348);
+    # preloading, crash recovery, allocation failure, the online attach; each on its own server (ports
+    # 54341-54349);
     # then pg_upgrade of attached tables from 15 to 18 (issue 23, ports 54361-54362).
     log "robustness tests (tests/robustness/run.sh; logs in /tmp/simhash-robust-logs)"
     run_suite robustness bash tests/robustness/run.sh

@@ -15,7 +15,7 @@ use pgrx::prelude::*;
 use simhash_core::minhash::{Lsh, MinHashOptions};
 use simhash_core::Options;
 
-use crate::catalog::{cstr_utf8, is_extension_function, qualified_name};
+use crate::catalog::{cstr_utf8, is_extension_function, partition_ancestors, qualified_name};
 use crate::errors::{raise, EncodedError};
 use crate::text::utf8_to_server;
 
@@ -562,19 +562,34 @@ impl Attachment {
     }
 
     /// Whether an online attach of this column of `rel` has not finished (running, cancelled or
-    /// crashed): its bands constraint is there and not yet validated. Read from the relcache.
+    /// crashed): its bands constraint on `rel` or on a partitioned table `rel` is a partition of is
+    /// there and not yet validated (a partition made during the attach has its own, valid: it was
+    /// empty). Read from the relcache.
     ///
     /// # Safety
     /// `rel` must be an open relation.
     pub unsafe fn is_attaching(&self, rel: pg_sys::Relation) -> bool {
-        let constr = (*(*rel).rd_att).constr;
-        if constr.is_null() || (*constr).num_check == 0 {
+        let name = self.bands_constraint_name();
+        let not_valid = |rel: pg_sys::Relation| {
+            let constr = (*(*rel).rd_att).constr;
+            !constr.is_null()
+                && (*constr).num_check > 0
+                && std::slice::from_raw_parts((*constr).check, (*constr).num_check as usize)
+                    .iter()
+                    .any(|c| !c.ccvalid && cstr_utf8(c.ccname) == name)
+        };
+        if not_valid(rel) {
+            return true;
+        }
+        if !(*(*rel).rd_rel).relispartition {
             return false;
         }
-        let name = self.bands_constraint_name();
-        std::slice::from_raw_parts((*constr).check, (*constr).num_check as usize)
-            .iter()
-            .any(|c| !c.ccvalid && cstr_utf8(c.ccname) == name)
+        partition_ancestors((*rel).rd_id).into_iter().any(|ancestor| {
+            let parent = pg_sys::relation_open(ancestor, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            let attaching = not_valid(parent);
+            pg_sys::relation_close(parent, pg_sys::NoLock as pg_sys::LOCKMODE);
+            attaching
+        })
     }
 
     /// The view that writes to a registry attachment of `table` (unquoted) go through.

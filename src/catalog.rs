@@ -254,3 +254,31 @@ pub unsafe fn owner_fills() -> bool {
         })
         .is_some()
 }
+
+extern "C-unwind" {
+    // partitioning/partition.h, not in pgrx's bindings: the ancestors of a partition, parent first.
+    fn get_partition_ancestors(relid: pg_sys::Oid) -> *mut pg_sys::List;
+}
+
+/// The OIDs of a `List` of them (none for NIL).
+///
+/// # Safety
+/// `list` must be NIL or an OID list.
+pub unsafe fn oids(list: *mut pg_sys::List) -> Vec<pg_sys::Oid> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    std::slice::from_raw_parts((*list).elements, (*list).length as usize)
+        .iter()
+        .map(|cell| cell.oid_value)
+        .collect()
+}
+
+/// The ancestors of partition `relid`, parent first (none for a table that is not a partition).
+///
+/// # Safety
+/// In a transaction.
+pub unsafe fn partition_ancestors(relid: pg_sys::Oid) -> Vec<pg_sys::Oid> {
+    oids(pg_sys::ffi::pg_guard_ffi_boundary(|| get_partition_ancestors(relid)))
+}
+

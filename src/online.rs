@@ -111,10 +111,12 @@ unsafe fn attach_concurrently(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum
         reporter: Reporter::new("simhash_attach_concurrently"),
         first_report: true,
     };
-    job.begin(&args);
-    job.fill();
-    job.build_indexes();
-    job.validate();
+    if job.begin(&args) {
+        job.fill();
+        job.build_indexes();
+        job.validate();
+    }
+    job.wait_for_writers();
     job.forget_progress();
     (*fcinfo).isnull = true;
     pg_sys::Datum::from(0)
@@ -317,7 +319,8 @@ struct Attach {
 
 impl Attach {
     /// Step 1: the columns, the constraint and the triggers (or nothing, for an attach to resume).
-    unsafe fn begin(&mut self, args: &[pg_sys::NullableDatum]) {
+    /// False when only the last wait is left (an attach cancelled while it waited for writers).
+    unsafe fn begin(&mut self, args: &[pg_sys::NullableDatum]) -> bool {
         let placeholders: Vec<String> = (1..=ARGUMENT_TYPES.len() + 1).map(|i| format!("${i}")).collect();
         let sql = format!("SELECT simhash_internal.online_begin({})", placeholders.join(", "));
         let mut params: Vec<Param> = ARGUMENT_TYPES
@@ -330,10 +333,14 @@ impl Attach {
         loop {
             let outcome = query(&sql, &params).0[0][0].clone().unwrap_or_default();
             if outcome != "locked" {
-                let phase = if outcome == "resumed" { "resuming" } else { "filling" };
+                let phase = match outcome.as_str() {
+                    "resumed" => "resuming",
+                    "finished" => "waiting for writers",
+                    _ => "filling",
+                };
                 self.progress(phase, None, None, None);
                 commit();
-                return;
+                return outcome != "finished";
             }
             commit();
             attempts += 1;
@@ -380,7 +387,7 @@ impl Attach {
             // table lets the next batches' rows reuse that space, so the table grows by about an
             // eighth instead of doubling (docs/ARCHITECTURE.md §14.3).
             let vacuum_every = (*blocks / 8).max(128);
-            let mut since_vacuum = 0i64;
+            let (mut since_vacuum, mut unvacuumed) = (0i64, 0u64);
             let leaf_name = crate::catalog::qualified_name_of(*leaf);
             let mut start = 0i64;
             while start < *blocks {
@@ -399,9 +406,11 @@ impl Attach {
                 self.progress("filling", Some(&format!("{written} rows fingerprinted")), done, total_rows);
                 commit();
                 since_vacuum += end - start;
-                if since_vacuum >= vacuum_every && end < *blocks {
+                unvacuumed += n;
+                if since_vacuum >= vacuum_every && unvacuumed > 0 && end < *blocks {
                     run_top_level(&format!("VACUUM {leaf_name}"));
                     since_vacuum = 0;
+                    unvacuumed = 0;
                 }
                 start = end;
             }
@@ -458,22 +467,25 @@ impl Attach {
         }
     }
 
-    /// Step 4: validates the bands constraint, from which moment the trigger checks every write, and
-    /// waits for the writers that began before it (whose rows were not checked) to finish.
+    /// Step 4: validates the bands constraint, from which moment the trigger checks every write.
     unsafe fn validate(&mut self) {
         self.progress("validating", None, None, None);
         commit();
-        let (relations, _) = query(
-            "SELECT p.relid::pg_catalog.oid FROM simhash_internal.relation_tree($1::pg_catalog.regclass) p",
-            &[oid_param(self.table)],
-        );
         query(
             "SELECT simhash_internal.online_validate($1::pg_catalog.regclass, $2::pg_catalog.name)",
             &[oid_param(self.table), text_param(&self.column)],
         );
         commit();
+    }
+
+    /// Then waits for the writers that began before (whose rows were not checked) to finish.
+    unsafe fn wait_for_writers(&mut self) {
         self.progress("waiting for writers", None, None, None);
         commit();
+        let (relations, _) = query(
+            "SELECT p.relid::pg_catalog.oid FROM simhash_internal.relation_tree($1::pg_catalog.regclass) p",
+            &[oid_param(self.table)],
+        );
         for relation in relations {
             let relid = pg_sys::Oid::from(relation[0].as_deref().and_then(|s| s.parse::<u32>().ok()).unwrap_or(0));
             let tag = pg_sys::LOCKTAG {

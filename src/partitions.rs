@@ -15,20 +15,7 @@ use pgrx::prelude::*;
 use crate::catalog::own_namespace;
 use crate::errors::{raise, EncodedError};
 
-extern "C-unwind" {
-    // partitioning/partition.h, not in pgrx's bindings: the ancestors of a partition, parent first.
-    fn get_partition_ancestors(relid: pg_sys::Oid) -> *mut pg_sys::List;
-}
-
-unsafe fn oids(list: *mut pg_sys::List) -> Vec<pg_sys::Oid> {
-    if list.is_null() {
-        return Vec::new();
-    }
-    std::slice::from_raw_parts((*list).elements, (*list).length as usize)
-        .iter()
-        .map(|cell| cell.oid_value)
-        .collect()
-}
+use crate::catalog::{oids, partition_ancestors};
 
 /// The tables that hold the rows of `rel`: itself when it is an ordinary table, its leaf partitions
 /// (in partition bound order, sub-partitions included) when it is partitioned, none otherwise.
@@ -123,8 +110,7 @@ pub unsafe fn attached_table(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -
         return table;
     }
     let name = CStr::from_ptr(trigger.tgname);
-    let ancestors = pg_sys::ffi::pg_guard_ffi_boundary(|| get_partition_ancestors(table));
-    for ancestor in oids(ancestors) {
+    for ancestor in partition_ancestors(table) {
         let parent = pg_sys::relation_open(ancestor, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let found = trigger_named(parent, name, trigger.tgfoid);
         pg_sys::relation_close(parent, pg_sys::NoLock as pg_sys::LOCKMODE);

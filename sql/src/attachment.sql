@@ -44,8 +44,11 @@ AS $$
          d.scope_column::name, d.registry, d.min_length, d.method, d.threshold,
          -- 'attaching' until an online attach has finished: its bands constraint (named as
          -- Attachment::bands_constraint_name in src/attachment.rs says) is NOT VALID until then.
-         CASE WHEN EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND NOT k.convalidated
-                                                        AND k.conname = trigger_name || '$bands')
+         -- A partition made during the attach has its own constraint, valid: its ancestors' count.
+         CASE WHEN EXISTS (SELECT FROM pg_constraint k
+                           WHERE (k.conrelid = table_name
+                                  OR k.conrelid IN (SELECT a.relid FROM pg_partition_ancestors(table_name) a))
+                             AND NOT k.convalidated AND k.conname = trigger_name || '$bands')
               THEN 'attaching' ELSE 'attached' END
   FROM simhash_internal.decode_attachment(tgargs) d
 $$;

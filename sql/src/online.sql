@@ -32,6 +32,13 @@ BEGIN
   -- is resumed when its settings are these.
   SELECT s.* INTO existing FROM @extschema@.simhash_attachments() s
   WHERE s.table_name = online_begin.table_name AND s.text_column = online_begin.text_column;
+  -- A finished one too, while its bands constraint says it was made online: a call cancelled while
+  -- it waited for the last writers then gets that wait (and returns once they are done).
+  IF FOUND AND existing.state = 'attached'
+     AND EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = existing.trigger_name || '$bands')
+     AND (SELECT t.tgargs FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = existing.trigger_name) = args THEN
+    RETURN 'finished';
+  END IF;
   IF FOUND AND existing.state = 'attaching' THEN
     IF (SELECT t.tgargs FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = existing.trigger_name)
        IS DISTINCT FROM args THEN
@@ -87,7 +94,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION simhash_internal.online_begin(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8, int) IS
-  'The first step of simhash_attach_concurrently(): checks, then the columns, the bands constraint (NOT VALID) and the triggers under a lock_timeout; ''resumed'' for an attach to resume, ''locked'' when the lock was not had in time';
+  'The first step of simhash_attach_concurrently(): checks, then the columns, the bands constraint (NOT VALID) and the triggers under a lock_timeout; ''resumed'' for an attach to resume, ''finished'' for one that only has its last wait left, ''locked'' when the lock was not had in time';
 
 CREATE FUNCTION simhash_internal.relation_tree(table_name regclass)
 RETURNS TABLE (relid regclass, parentrelid regclass, isleaf boolean, level int)
@@ -257,23 +264,30 @@ COMMENT ON TABLE simhash_internal.attach_progress IS
   'simhash_ext: where each online attach is (written by simhash_attach_concurrently(); read through simhash_attach_progress)';
 
 CREATE VIEW simhash_attach_progress AS
-  SELECT p.table_name::regclass AS table_name, p.text_column, p.pid,
-         EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = p.pid
-                   AND a.backend_start OPERATOR(pg_catalog.<=) p.started) AS running,
+  SELECT p.table_name::regclass AS table_name, p.text_column, p.pid, p.running,
          p.phase, p.detail, p.rows_done, p.rows_total,
          pg_catalog.round(100.0 OPERATOR(pg_catalog.*) p.rows_done OPERATOR(pg_catalog./)
                           NULLIF(p.rows_total, 0), 1) AS percent,
          p.started, p.updated
-  FROM simhash_internal.attach_progress p
+  FROM (SELECT q.*,
+               -- The call holds its session lock (src/online.rs, Job: advisory, field4 0x5349) while it
+               -- runs, and lets go of it when it returns or fails.
+               EXISTS (SELECT FROM pg_catalog.pg_locks l
+                       WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.pid OPERATOR(pg_catalog.=) q.pid
+                         AND l.objsubid OPERATOR(pg_catalog.=) 21321
+                         AND l.classid OPERATOR(pg_catalog.=) q.table_name AND l.granted) AS running
+        FROM simhash_internal.attach_progress q) p
   JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.table_name
-  -- Only the attaches of tables the reader may read or owns, and only those not finished: a row of
-  -- an attach removed by simhash_detach() is left here and never shown (the next attach replaces it).
+  -- Only the attaches of tables the reader may read or owns, and only those running or not finished:
+  -- the row of an attach removed by simhash_detach() is left here and never shown (the next attach
+  -- replaces it).
   WHERE (pg_catalog.pg_has_role(c.relowner, 'USAGE') OR pg_catalog.has_table_privilege(c.oid, 'SELECT'))
-    AND EXISTS (SELECT FROM pg_catalog.pg_constraint k
-                WHERE k.conrelid OPERATOR(pg_catalog.=) p.table_name AND NOT k.convalidated
-                  -- Attachment::bands_constraint_name (src/attachment.rs)
-                  AND k.conname OPERATOR(pg_catalog.=) ('simhash_' OPERATOR(pg_catalog.||) p.text_column
-                                                       OPERATOR(pg_catalog.||) '$bands'));
+    AND (p.running
+         OR EXISTS (SELECT FROM pg_catalog.pg_constraint k
+                    WHERE k.conrelid OPERATOR(pg_catalog.=) p.table_name AND NOT k.convalidated
+                      -- Attachment::bands_constraint_name (src/attachment.rs)
+                      AND k.conname OPERATOR(pg_catalog.=) ('simhash_' OPERATOR(pg_catalog.||) p.text_column
+                                                           OPERATOR(pg_catalog.||) '$bands')));
 GRANT SELECT ON simhash_attach_progress TO PUBLIC;
 COMMENT ON VIEW simhash_attach_progress IS
   'The online attaches (simhash_attach_concurrently()) that have not finished: phase, rows done of total, and whether the call still runs';
