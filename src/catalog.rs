@@ -279,6 +279,7 @@ pub unsafe fn oids(list: *mut pg_sys::List) -> Vec<pg_sys::Oid> {
 /// # Safety
 /// In a transaction.
 pub unsafe fn partition_ancestors(relid: pg_sys::Oid) -> Vec<pg_sys::Oid> {
-    oids(pg_sys::ffi::pg_guard_ffi_boundary(|| get_partition_ancestors(relid)))
+    oids(pg_sys::ffi::pg_guard_ffi_boundary(|| {
+        get_partition_ancestors(relid)
+    }))
 }
-

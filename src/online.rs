@@ -134,7 +134,10 @@ unsafe fn require_top_level(fcinfo: pg_sys::FunctionCallInfo) {
             code: PgSqlErrorCode::ERRCODE_ACTIVE_SQL_TRANSACTION,
             message: "simhash_attach_concurrently() cannot run inside a transaction block".into(),
             detail: Some("It commits as it goes, and builds indexes with CREATE INDEX CONCURRENTLY.".into()),
-            hint: Some("Run it with CALL on its own, not inside BEGIN ... COMMIT, a function or another procedure.".into()),
+            hint: Some(
+                "Run it with CALL on its own, not inside BEGIN ... COMMIT, a function or another procedure."
+                    .into(),
+            ),
         });
     }
 }
@@ -158,7 +161,9 @@ impl Job {
         if got == pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL {
             raise(EncodedError {
                 code: PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-                message: format!("simhash_attach_concurrently: column \"{column}\" is being attached by another session"),
+                message: format!(
+                    "simhash_attach_concurrently: column \"{column}\" is being attached by another session"
+                ),
                 detail: None,
                 hint: Some("See simhash_attach_progress.".into()),
             });
@@ -239,7 +244,10 @@ type Param = (pg_sys::Oid, Option<pg_sys::Datum>);
 unsafe fn execute(sql: &str, params: &[Param]) -> (Vec<Vec<Option<String>>>, u64) {
     let text = crate::spi::server_cstring(sql);
     let mut types: Vec<pg_sys::Oid> = params.iter().map(|p| p.0).collect();
-    let mut values: Vec<pg_sys::Datum> = params.iter().map(|p| p.1.unwrap_or(pg_sys::Datum::from(0))).collect();
+    let mut values: Vec<pg_sys::Datum> = params
+        .iter()
+        .map(|p| p.1.unwrap_or(pg_sys::Datum::from(0)))
+        .collect();
     let nulls: Vec<std::ffi::c_char> = params
         .iter()
         .map(|p| if p.1.is_some() { b' ' } else { b'n' } as std::ffi::c_char)
@@ -322,7 +330,10 @@ impl Attach {
     /// False when only the last wait is left (an attach cancelled while it waited for writers).
     unsafe fn begin(&mut self, args: &[pg_sys::NullableDatum]) -> bool {
         let placeholders: Vec<String> = (1..=ARGUMENT_TYPES.len() + 1).map(|i| format!("${i}")).collect();
-        let sql = format!("SELECT simhash_internal.online_begin({})", placeholders.join(", "));
+        let sql = format!(
+            "SELECT simhash_internal.online_begin({})",
+            placeholders.join(", ")
+        );
         let mut params: Vec<Param> = ARGUMENT_TYPES
             .iter()
             .zip(args)
@@ -376,12 +387,25 @@ impl Attach {
             })
             .collect();
         let total_blocks: i64 = targets.iter().map(|t| t.blocks).sum();
-        let total_rows: Option<i64> =
-            targets.iter().all(|t| t.tuples >= 0.0).then(|| targets.iter().map(|t| t.tuples as i64).sum());
+        let total_rows: Option<i64> = targets
+            .iter()
+            .all(|t| t.tuples >= 0.0)
+            .then(|| targets.iter().map(|t| t.tuples as i64).sum());
         let mut blocks_done = 0i64;
         let mut written = 0u64;
-        for FillTarget { leaf, statement, sweep, blocks, tuples } in &targets {
-            let per_block = if *blocks > 0 && *tuples > 0.0 { (tuples / *blocks as f64).max(1.0) } else { 50.0 };
+        for FillTarget {
+            leaf,
+            statement,
+            sweep,
+            blocks,
+            tuples,
+        } in &targets
+        {
+            let per_block = if *blocks > 0 && *tuples > 0.0 {
+                (tuples / *blocks as f64).max(1.0)
+            } else {
+                50.0
+            };
             let step = ((f64::from(BATCH_ROWS.get()) / per_block) as i64).max(1);
             // Each row written leaves its old version behind: a VACUUM after every eighth of the
             // table lets the next batches' rows reuse that space, so the table grows by about an
@@ -403,7 +427,12 @@ impl Attach {
                     Some(rows) if total_blocks > 0 => Some(rows * blocks_done / total_blocks),
                     _ => Some(written as i64),
                 };
-                self.progress("filling", Some(&format!("{written} rows fingerprinted")), done, total_rows);
+                self.progress(
+                    "filling",
+                    Some(&format!("{written} rows fingerprinted")),
+                    done,
+                    total_rows,
+                );
                 commit();
                 since_vacuum += end - start;
                 unvacuumed += n;
@@ -454,7 +483,11 @@ impl Attach {
             } else {
                 let (done, _) = query(
                     "SELECT simhash_internal.run_locked($1::pg_catalog.regclass, $2, $3)::pg_catalog.text",
-                    &[oid_param(self.table), text_param(&statement), (pg_sys::INT4OID, Some(LOCK_TIMEOUT.get().into()))],
+                    &[
+                        oid_param(self.table),
+                        text_param(&statement),
+                        (pg_sys::INT4OID, Some(LOCK_TIMEOUT.get().into())),
+                    ],
                 );
                 commit();
                 if done[0][0].as_deref() != Some("true") {
@@ -487,7 +520,12 @@ impl Attach {
             &[oid_param(self.table)],
         );
         for relation in relations {
-            let relid = pg_sys::Oid::from(relation[0].as_deref().and_then(|s| s.parse::<u32>().ok()).unwrap_or(0));
+            let relid = pg_sys::Oid::from(
+                relation[0]
+                    .as_deref()
+                    .and_then(|s| s.parse::<u32>().ok())
+                    .unwrap_or(0),
+            );
             let tag = pg_sys::LOCKTAG {
                 locktag_field1: pg_sys::MyDatabaseId.to_u32(),
                 locktag_field2: relid.to_u32(),
@@ -567,4 +605,8 @@ unsafe fn name_datum(value: &str) -> pg_sys::Datum {
     pg_sys::Datum::from(name)
 }
 
-extension_sql_file!("../sql/src/online.sql", name = "simhash_online_sql", requires = ["simhash_tables", minhash_bands]);
+extension_sql_file!(
+    "../sql/src/online.sql",
+    name = "simhash_online_sql",
+    requires = ["simhash_tables", minhash_bands]
+);

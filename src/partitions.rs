@@ -15,7 +15,7 @@ use pgrx::prelude::*;
 use crate::catalog::own_namespace;
 use crate::errors::{raise, EncodedError};
 
-use crate::catalog::{oids, partition_ancestors};
+use crate::catalog::partition_ancestors;
 
 /// The tables that hold the rows of `rel`: itself when it is an ordinary table, its leaf partitions
 /// (in partition bound order, sub-partitions included) when it is partitioned, none otherwise.

@@ -99,9 +99,9 @@ impl Stored {
         kept.iter()
             .map(|&(band, column)| {
                 let value = match self {
-                    Stored::SimHash(fp) => fp.map(|fp| {
-                        pg_sys::Datum::from(simhash_core::band(fp, band, nbands).or_raise())
-                    }),
+                    Stored::SimHash(fp) => {
+                        fp.map(|fp| pg_sys::Datum::from(simhash_core::band(fp, band, nbands).or_raise()))
+                    }
                     Stored::MinHash(sig) => sig
                         .as_ref()
                         .and_then(|sig| crate::minhash::band_keys(sig, 32, 4).into_datum()),
