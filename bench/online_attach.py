@@ -336,7 +336,8 @@ def run(conn, rows, method, mode, last):
         progress(f"    {at:7.2f} s {sev}: {msg}")
     for i, (at, phase, detail) in enumerate(phases):
         end = phases[i + 1][0] if i + 1 < len(phases) else t1
-        progress(f"    phase from {at - t0:7.2f} s, {end - at:6.1f} s: {phase} {detail or ''}")
+        more = f" ({detail})" if detail and detail not in phase else ""
+        progress(f"    phase from {at - t0:7.2f} s, {end - at:6.1f} s: {phase}{more}")
     for at, ms, kind, state, phase in res["longest"]:
         progress(f"    longest: {kind} at {at:7.2f} s waited {ms:9.1f} ms{' ' + state if state else ''}"
                  f"{' in phase ' + str(phase) if phases else ''}")
@@ -353,6 +354,13 @@ def fmt(x, digits=1):
 
 def errs(d):
     return str(sum(d.values())) + (" (" + ", ".join(f"{k} × {v}" for k, v in sorted(d.items())) + ")" if d else "")
+
+
+def short(phase):
+    """A phase without its statement: 'building indexes: CREATE INDEX ... (body_band0) ...' is 'index (body_band0)'."""
+    if phase.startswith("building indexes: ") and "(" in phase:
+        return "index (" + phase.split("(", 1)[1].split(")", 1)[0] + ")"
+    return phase
 
 
 def report(results, described, online_available, settings):
@@ -423,9 +431,9 @@ def report(results, described, online_available, settings):
         parts = []
         for i, (at, phase, _) in enumerate(phases):
             end = phases[i + 1][0] if i + 1 < len(phases) else t1
-            parts.append(f"{phase or '(none)'} {end - at:.1f} s")
+            parts.append(f"{short(phase)} {end - at:.1f} s")
         w = [x for x in r["longest"] if x[2] in ("insert", "update_text", "update_other")]
-        worst = f"; the longest write wait, {w[0][1]:,.1f} ms, began in phase {w[0][4]}" if w else ""
+        worst = f"; the longest write wait, {w[0][1]:,.1f} ms, began in phase {short(w[0][4])}" if w else ""
         lines += ["", f"{r['rows']:,} {r['method']} online, the phases of simhash_attach_progress (polled every "
                       f"0.2 s): " + ", ".join(parts) + worst + "."]
     if not online_available:
