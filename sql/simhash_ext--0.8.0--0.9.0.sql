@@ -243,7 +243,7 @@ DECLARE
   bands text;
   minhash boolean;
   compute text;
-  checked record;
+  checked record; build_memory text; -- one line: the errors of the checks keep their CONTEXT line numbers
 BEGIN
   IF table_name IS NULL OR text_column IS NULL THEN
     RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
@@ -325,7 +325,12 @@ BEGIN
     -- Candidates are the rows sharing a band key with the query (`&&`); the signature, read from
     -- the heap, decides. Without a pending list (fastupdate off) every write and lookup costs the
     -- same: with one, lookups read all of it until the next vacuum (bench/results/minhash_cost.md).
+    -- The build sorts the keys in a tree of up to maintenance_work_mem before writing them: one larger
+    -- than 64MB (PostgreSQL's default) outgrows the processor's caches and is slower (docs/performance.md).
+    build_memory := current_setting('maintenance_work_mem');
+    PERFORM set_config('maintenance_work_mem', '64MB', true) WHERE pg_size_bytes(build_memory) > pg_size_bytes('64MB');
     EXECUTE format('CREATE INDEX ON %s USING gin (%I) WITH (fastupdate = off)', table_name, att.band_columns[1]);
+    PERFORM set_config('maintenance_work_mem', build_memory, true) WHERE pg_size_bytes(build_memory) > pg_size_bytes('64MB');
   ELSE
     FOR i IN 1 .. nbands LOOP
       -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
