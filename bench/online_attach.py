@@ -52,6 +52,8 @@ BASELINE = float(os.environ.get("BENCH_OA_BASELINE", "60"))
 VERIFY = os.environ.get("BENCH_OA_VERIFY", "")  # all | touched | none; default: all below 5M rows
 RESULT = os.environ.get("BENCH_OA_RESULT", "/tmp/online_attach_result.md")
 MACHINE = os.environ.get("BENCH_OA_MACHINE", "")
+# A statement the attaching session runs first, e.g. "SET maintenance_work_mem = '64MB'".
+SESSION = os.environ.get("BENCH_OA_SESSION", "")
 QUERY_TEXTS = 5000  # texts of the first rows, for the near-duplicate lookups
 
 
@@ -287,6 +289,8 @@ def run(conn, rows, method, mode, last):
             t1 = time.monotonic()
             res["attach_s"] = None
         else:
+            if SESSION:
+                conn.execute(SESSION)
             time.sleep(PRE)
             opts = ", method => 'minhash'" if method == "minhash" else ""
             sql = (f"SELECT simhash_attach('t', 'body'{opts})" if mode == "offline"
@@ -374,7 +378,8 @@ def report(results, described, online_available, settings):
         + (f"each paced at {RATE:g} statements/s" if RATE else "each as fast as it can")
         + f", autocommit, one process each; {PRE:g} s of load before the attach, {POST:g} s after; baseline: "
         f"{BASELINE:g} s of the same load, no attach. Default options, max_distance 7, on_duplicate 'none'; "
-        f"the extension's settings: {settings or 'none'}.",
+        f"the extension's settings: {settings or 'none'}."
+        + (f" The attaching session first ran: {SESSION}." if SESSION else ""),
         "",
     ]
     for rows, d in described.items():

@@ -37,6 +37,8 @@
 #   BENCH_OA_PRE [10], BENCH_OA_POST [20] seconds of load before / after the attach
 #   BENCH_OA_BASELINE [60]             seconds of the no-attach baseline
 #   BENCH_OA_VERIFY [all below 5M rows, else touched]  all | touched | none
+#   BENCH_OA_SESSION [none]            a statement the attaching session runs first
+#                                      (e.g. "SET maintenance_work_mem = '64MB'")
 #   BENCH_OA_SKIP_BUILD [0]            1: reuse the package in /tmp/online-attach-pkg
 #   BENCH_OA_RESULT [/tmp/online_attach_result.md]
 
