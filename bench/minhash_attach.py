@@ -131,23 +131,27 @@ def checks(conns):
         wrong = conn.execute(
             "SELECT count(*) FROM t_minhash WHERE body_minhash IS DISTINCT FROM minhash(body) "
             "OR body_lsh IS DISTINCT FROM minhash_bands(body_minhash)").fetchone()[0]
+        sample = f"id % (({ROWS} / {SAMPLE}) + 1) = 0"
         conn.execute("SET enable_seqscan = off")
         by_index = conn.execute(
             f"SELECT md5(string_agg(f.ids::text, '/' ORDER BY q.id)) FROM (SELECT id, body_lsh b FROM t_minhash "
-            f"WHERE id % (({ROWS} / {SAMPLE}) + 1) = 0) q, LATERAL (SELECT array_agg(t.id ORDER BY t.id) ids "
+            f"WHERE {sample}) q, LATERAL (SELECT array_agg(t.id ORDER BY t.id) ids "
             f"FROM t_minhash t WHERE t.body_lsh && q.b) f").fetchone()[0]
         plan = "\n".join(r[0] for r in conn.execute(
             "EXPLAIN SELECT id FROM t_minhash WHERE body_lsh && '{1}'::bigint[]").fetchall())
         conn.execute("RESET enable_seqscan")
+        # The same rows without the index: those sharing a key with the sample row (`&&`), by a hash
+        # join of the keys (200 sequential scans with `&&` would take half an hour).
         conn.execute("SET enable_bitmapscan = off")
         conn.execute("SET enable_indexscan = off")
         by_scan = conn.execute(
-            f"SELECT md5(string_agg(f.ids::text, '/' ORDER BY q.id)) FROM (SELECT id, body_lsh b FROM t_minhash "
-            f"WHERE id % (({ROWS} / {SAMPLE}) + 1) = 0) q, LATERAL (SELECT array_agg(t.id ORDER BY t.id) ids "
-            f"FROM t_minhash t WHERE t.body_lsh && q.b) f").fetchone()[0]
+            f"SELECT md5(string_agg(ids::text, '/' ORDER BY qid)) FROM (SELECT q.id AS qid, "
+            f"array_agg(DISTINCT t.id ORDER BY t.id) AS ids FROM (SELECT id, unnest(body_lsh) k FROM t_minhash "
+            f"WHERE {sample}) q JOIN (SELECT id, unnest(body_lsh) k FROM t_minhash) t ON t.k = q.k GROUP BY q.id) s"
+        ).fetchone()[0]
         conn.execute("RESET ALL")
         lines.append(f"- {label}: {wrong} rows whose signature or band keys differ from minhash(body) / "
-                     f"minhash_bands(); the index {'finds the same rows as a sequential scan' if by_index == by_scan else 'DIFFERS from a sequential scan'} "
+                     f"minhash_bands(); the index {'finds the same rows as a join of the keys without it' if by_index == by_scan else 'DIFFERS from a join of the keys without it'} "
                      f"for the band keys of {SAMPLE} rows (index used: {'yes' if 'Bitmap Index Scan' in plan else 'NO'}); "
                      f"md5 of the md5s of every row's signature and band keys in id order: `{digests[label]}`.")
     same = len(set(digests.values())) == 1

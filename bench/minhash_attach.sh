@@ -18,7 +18,9 @@
 # attaches a fresh copy with SimHash and MinHash on every build, the order rotating), MA_GIN_MWM
 # [64MB,256MB,1GB] the maintenance_work_mem of the GIN builds measured alone, MA_GIN_ROUNDS [1],
 # MA_PORT [55491], MA_LABELS [before,after] the names of the two builds, MA_RESULT
-# [minhash_attach.md] the file under bench/results/.
+# [minhash_attach.md] the file under bench/results/, MA_SAMPLE [200] rows whose band keys are looked up
+# through the index and by a sequential scan in the checks (the scans take most of the checks' minutes).
+# On a quiet 2-core machine a full run takes about 25 minutes, most of it the GIN builds.
 # A quick run: MA_ROWS=100000 MA_ROUNDS=1 MA_GIN_MWM=64MB MA_RESULT=minhash_attach_quick.md bash bench/minhash_attach.sh
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
