@@ -525,8 +525,11 @@ BEGIN
         (SELECT string_agg(format('%I = %s', b.band_column, b.expression), ', ')
          FROM simhash_internal.band_expressions(att) b)));
       IF NOT EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = partition AND k.conname = att.trigger_name || '$bands') THEN
-        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', partition, att.trigger_name || '$bands',
-                       pg_get_constraintdef(bands_constraint));
+        -- As the partition's owner: adding it evaluates the constraint for every row, and its definition
+        -- is the partitioned table's owner's to change.
+        PERFORM simhash_internal.execute_as_owner(partition, format('ALTER TABLE %s ADD CONSTRAINT %I %s', partition,
+                                                                    att.trigger_name || '$bands',
+                                                                    pg_get_constraintdef(bands_constraint)));
       END IF;
     END IF;
   END LOOP;
@@ -745,6 +748,16 @@ $$;
 COMMENT ON FUNCTION simhash_internal.relation_tree(regclass) IS
   'The partition tree of a table as pg_partition_tree() gives it, or the table alone when it is in none';
 
+CREATE FUNCTION simhash_internal.qualified(relid oid)
+RETURNS text
+LANGUAGE sql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.oid = relid
+$$;
+COMMENT ON FUNCTION simhash_internal.qualified(oid) IS 'A relation''s name with its schema, quoted, whatever the search path';
+
 CREATE FUNCTION simhash_internal.band_index(relid regclass, band_column name, OUT index_oid oid, OUT valid boolean)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -775,6 +788,8 @@ BEGIN
   -- resumes where it stopped): for each band, an index ON ONLY each partitioned table, then one built
   -- concurrently on each table that holds rows (an INVALID one left by a cancelled build dropped
   -- first), then each attached to its parent's, deepest first. NULL when every index is there and valid.
+  -- Relations are named with their schema (a temporary table's too): the statements run top-level,
+  -- under the caller's search path.
   FOREACH b IN ARRAY att.band_columns LOOP
     definition := CASE WHEN att.method = 'minhash' THEN format('USING gin (%I) WITH (fastupdate = off)', b)
                        ELSE format('(%I) INCLUDE (%I)', b, att.fingerprint_column) END;
@@ -782,15 +797,15 @@ BEGIN
                ORDER BY p.level, p.relid LOOP
       SELECT * INTO idx FROM simhash_internal.band_index(rel.relid, b);
       IF rel.relkind = 'p' AND idx.index_oid IS NULL THEN
-        statement := format('CREATE INDEX ON ONLY %s %s', rel.relid::regclass, definition);
+        statement := format('CREATE INDEX ON ONLY %s %s', simhash_internal.qualified(rel.relid), definition);
         top_level := false;
         RETURN;
       ELSIF rel.relkind = 'r' AND idx.index_oid IS NOT NULL AND NOT idx.valid THEN
-        statement := format('DROP INDEX CONCURRENTLY %s', idx.index_oid::regclass);
+        statement := format('DROP INDEX CONCURRENTLY %s', simhash_internal.qualified(idx.index_oid));
         top_level := true;
         RETURN;
       ELSIF rel.relkind = 'r' AND idx.index_oid IS NULL THEN
-        statement := format('CREATE INDEX CONCURRENTLY ON %s %s', rel.relid::regclass, definition);
+        statement := format('CREATE INDEX CONCURRENTLY ON %s %s', simhash_internal.qualified(rel.relid), definition);
         top_level := true;
         RETURN;
       END IF;
@@ -801,8 +816,8 @@ BEGIN
       SELECT * INTO parent_idx FROM simhash_internal.band_index(rel.parentrelid, b);
       IF idx.valid AND NOT EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = idx.index_oid
                                                                AND h.inhparent = parent_idx.index_oid) THEN
-        statement := format('ALTER INDEX %s ATTACH PARTITION %s', parent_idx.index_oid::regclass,
-                            idx.index_oid::regclass);
+        statement := format('ALTER INDEX %s ATTACH PARTITION %s', simhash_internal.qualified(parent_idx.index_oid),
+                            simhash_internal.qualified(idx.index_oid));
         top_level := false;
         RETURN;
       END IF;
@@ -877,7 +892,11 @@ DECLARE
 BEGIN
   -- The last step of an online attach: every row's bands agree with its fingerprint (a scan that takes
   -- SHARE UPDATE EXCLUSIVE, which no read or write waits for), and the trigger checks from its commit on.
-  EXECUTE format('ALTER TABLE %s VALIDATE CONSTRAINT %I', table_name, att.trigger_name || '$bands');
+  -- As the table's owner in a security-restricted operation (docs/ARCHITECTURE.md §13.3): validating a
+  -- CHECK constraint evaluates it for every row as the current user, and between the steps of the
+  -- attach the owner could have put an expression of its own under that name.
+  PERFORM simhash_internal.execute_as_owner(table_name, format('ALTER TABLE %s VALIDATE CONSTRAINT %I', table_name,
+                                                               att.trigger_name || '$bands'));
 END
 $$;
 COMMENT ON FUNCTION simhash_internal.online_validate(regclass, name) IS
@@ -899,7 +918,7 @@ REVOKE ALL ON simhash_internal.attach_progress FROM PUBLIC;
 COMMENT ON TABLE simhash_internal.attach_progress IS
   'simhash_ext: where each online attach is (written by simhash_attach_concurrently(); read through simhash_attach_progress)';
 
-CREATE VIEW simhash_attach_progress AS
+CREATE VIEW simhash_attach_progress WITH (security_barrier) AS
   SELECT p.table_name::regclass AS table_name, p.text_column, p.pid, p.running,
          p.phase, p.detail, p.rows_done, p.rows_total,
          pg_catalog.round(100.0 OPERATOR(pg_catalog.*) p.rows_done OPERATOR(pg_catalog./)
@@ -914,7 +933,8 @@ CREATE VIEW simhash_attach_progress AS
                          AND l.classid OPERATOR(pg_catalog.=) q.table_name AND l.granted) AS running
         FROM simhash_internal.attach_progress q) p
   JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.table_name
-  -- Only the attaches of tables the reader may read or owns, and only those running or not finished:
+  -- Only the attaches of tables the reader may read or owns (a security barrier: no condition of the
+  -- reader's is evaluated on the other rows), and only those running or not finished:
   -- the row of an attach removed by simhash_detach() is left here and never shown (the next attach
   -- replaces it).
   WHERE (pg_catalog.pg_has_role(c.relowner, 'USAGE') OR pg_catalog.has_table_privilege(c.oid, 'SELECT'))

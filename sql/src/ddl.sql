@@ -74,8 +74,11 @@ BEGIN
         (SELECT string_agg(format('%I = %s', b.band_column, b.expression), ', ')
          FROM simhash_internal.band_expressions(att) b)));
       IF NOT EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = partition AND k.conname = att.trigger_name || '$bands') THEN
-        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', partition, att.trigger_name || '$bands',
-                       pg_get_constraintdef(bands_constraint));
+        -- As the partition's owner: adding it evaluates the constraint for every row, and its definition
+        -- is the partitioned table's owner's to change.
+        PERFORM simhash_internal.execute_as_owner(partition, format('ALTER TABLE %s ADD CONSTRAINT %I %s', partition,
+                                                                    att.trigger_name || '$bands',
+                                                                    pg_get_constraintdef(bands_constraint)));
       END IF;
     END IF;
   END LOOP;

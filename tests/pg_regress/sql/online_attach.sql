@@ -407,6 +407,40 @@ SELECT a.state, a.method FROM simhash_attachments() a WHERE a.table_name = 'onli
 SELECT count(*) FILTER (WHERE body_simhash IS DISTINCT FROM simhash(body)) AS wrong FROM online.plain;
 SELECT * FROM pg_temp.objects('online.plain');
 
+-- 8. A table's owner gets none of its code run as whoever attaches it. Between the steps of an
+-- attach that failed, the owner puts an expression of its own under the name of the bands
+-- constraint; the superuser's resume validates it as the owner (the expression records the user).
+-- And the progress of that attach stays hidden from a role that may not read the table, even
+-- through a function of its own in the view's condition (a security barrier).
+CREATE ROLE regress_online_owner;
+CREATE ROLE regress_online_reader;
+CREATE SCHEMA online_owned AUTHORIZATION regress_online_owner;
+SET ROLE regress_online_owner;
+CREATE TABLE online_owned.docs (id int PRIMARY KEY, body text);
+INSERT INTO online_owned.docs SELECT g, 'owned text number ' || g || ' with a few more words' FROM generate_series(1, 60) g;
+CREATE TABLE online_owned.who (u name);
+CREATE FUNCTION online_owned.note() RETURNS boolean LANGUAGE plpgsql
+  AS $$BEGIN INSERT INTO online_owned.who VALUES (current_user); RETURN true; END$$;
+CREATE FUNCTION online_owned.refuse() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'refused'; END$$;
+CREATE TRIGGER refuse BEFORE UPDATE ON online_owned.docs FOR EACH ROW EXECUTE FUNCTION online_owned.refuse();
+RESET ROLE;
+CALL simhash_attach_concurrently('online_owned.docs', 'body');
+SET ROLE regress_online_reader;
+CREATE FUNCTION pg_temp.leak(t text) RETURNS boolean LANGUAGE plpgsql COST 0.0000001
+  AS $$BEGIN RAISE NOTICE 'leaked %', t; RETURN true; END$$;
+SELECT count(*) AS progress_rows_seen FROM simhash_attach_progress WHERE pg_temp.leak(table_name::text || ' ' || detail);
+DROP FUNCTION pg_temp.leak(text);
+RESET ROLE;
+SET ROLE regress_online_owner;
+DROP TRIGGER refuse ON online_owned.docs;
+ALTER TABLE online_owned.docs DROP CONSTRAINT "simhash_body$bands";
+ALTER TABLE online_owned.docs ADD CONSTRAINT "simhash_body$bands" CHECK (online_owned.note()) NOT VALID;
+RESET ROLE;
+CALL simhash_attach_concurrently('online_owned.docs', 'body');
+SELECT u AS validated_as, count(*) > 0 AS some_rows FROM online_owned.who GROUP BY u ORDER BY u;
+DROP SCHEMA online_owned CASCADE;
+DROP ROLE regress_online_owner, regress_online_reader;
+
 RESET simhash.attach_batch_size;
 RESET simhash.progress_interval;
 DROP SCHEMA online, offline CASCADE;
