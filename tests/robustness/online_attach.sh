@@ -124,8 +124,10 @@ wait_server() {
 interrupt() {
     local table=$1 mode=$2 before pid
     before=$(loaded "$table")
-    sleep 0.7
-    expect "$mode: the application inserted rows while the attach was paused" "$(($(loaded "$table") > before))" 1
+    # On a busy machine pgbench's clients may take a while to get going: wait for their rows.
+    wait_for "the application inserted rows while the attach was paused" \
+        "SELECT count(*) > $before FROM $table WHERE title = 'load'"
+    pass "$mode: the application inserted rows while the attach was paused"
     pid=$(pid_of attacher)
     [ -n "$pid" ] || fail "no attach backend"
     if [ "$mode" = cancel ]; then
