@@ -15,7 +15,6 @@
 //! called again, and `simhash_detach()` removes what it made. The progress is in
 //! `simhash_attach_progress` and in NOTICEs at `simhash.progress_interval`.
 
-use std::ffi::CString;
 use std::time::Duration;
 
 use pgrx::prelude::*;
@@ -24,6 +23,7 @@ use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 use crate::catalog::cstr_utf8;
 use crate::dedup::Reporter;
 use crate::errors::{raise, EncodedError};
+use crate::spi::Arg;
 
 /// `simhash.attach_lock_timeout`: how long an online attach waits for a lock that the application's
 /// reads and writes then queue behind, before it lets go and tries again.
@@ -236,74 +236,53 @@ fn pause(ms: u64) {
     }
 }
 
-/// A parameter of a statement: its type and value (None: NULL).
-type Param = (pg_sys::Oid, Option<pg_sys::Datum>);
-
-/// Runs `sql` with `params` as `$1`, `$2`, ... through SPI (connected by the caller); returns the
-/// first column of the rows it returns, as text (None: NULL), and the number of rows it processed.
-unsafe fn execute(sql: &str, params: &[Param]) -> (Vec<Vec<Option<String>>>, u64) {
-    let text = crate::spi::server_cstring(sql);
-    let mut types: Vec<pg_sys::Oid> = params.iter().map(|p| p.0).collect();
-    let mut values: Vec<pg_sys::Datum> = params
-        .iter()
-        .map(|p| p.1.unwrap_or(pg_sys::Datum::from(0)))
-        .collect();
-    let nulls: Vec<std::ffi::c_char> = params
-        .iter()
-        .map(|p| if p.1.is_some() { b' ' } else { b'n' } as std::ffi::c_char)
-        .collect();
-    let status = pg_sys::SPI_execute_with_args(
-        text.as_ptr(),
-        params.len() as i32,
-        types.as_mut_ptr(),
-        values.as_mut_ptr(),
-        nulls.as_ptr(),
-        false,
-        0,
-    );
-    if status < 0 {
-        raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            message: format!("simhash_attach_concurrently: a statement failed (SPI status {status})"),
-            detail: Some(format!("Statement: {sql}")),
-            hint: None,
-        });
-    }
-    let processed = pg_sys::SPI_processed;
-    let mut rows = Vec::new();
-    let table = pg_sys::SPI_tuptable;
-    if !table.is_null() {
-        let tupdesc = (*table).tupdesc;
-        let natts = (*tupdesc).natts;
-        for &tuple in std::slice::from_raw_parts((*table).vals, processed as usize) {
-            rows.push(
-                (1..=natts)
-                    .map(|n| {
-                        let value = pg_sys::SPI_getvalue(tuple, tupdesc, n);
-                        (!value.is_null()).then(|| cstr_utf8(value))
-                    })
-                    .collect(),
-            );
+/// Runs `sql` with `args` as `$1`, `$2`, ... (connecting to SPI, in the current transaction);
+/// returns its rows with every column as text (None: NULL), and the number of rows it processed.
+unsafe fn query(sql: &str, args: &[Arg]) -> (Vec<Vec<Option<String>>>, u64) {
+    crate::spi::connected(|| {
+        let status = crate::spi::execute(sql, args, false, 0);
+        if status < 0 {
+            raise(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                message: format!("simhash_attach_concurrently: a statement failed (SPI status {status})"),
+                detail: Some(format!("Statement: {sql}")),
+                hint: None,
+            });
         }
-    }
-    (rows, processed)
+        let processed = pg_sys::SPI_processed;
+        let mut rows = Vec::new();
+        let table = pg_sys::SPI_tuptable;
+        if !table.is_null() {
+            let tupdesc = (*table).tupdesc;
+            for &tuple in std::slice::from_raw_parts((*table).vals, processed as usize) {
+                rows.push(
+                    (1..=(*tupdesc).natts)
+                        .map(|n| {
+                            let value = pg_sys::SPI_getvalue(tuple, tupdesc, n);
+                            (!value.is_null()).then(|| cstr_utf8(value))
+                        })
+                        .collect(),
+                );
+            }
+        }
+        (rows, processed)
+    })
 }
 
-/// Runs `sql` connected to SPI, in the caller's transaction.
-unsafe fn query(sql: &str, params: &[Param]) -> (Vec<Vec<Option<String>>>, u64) {
-    crate::spi::connected(|| execute(sql, params))
+/// [`query`] as the owner of `relid` in a security-restricted operation (`all_rows`: whatever its
+/// policies), with the search path `pg_catalog, pg_temp`.
+unsafe fn query_as_owner(relid: pg_sys::Oid, all_rows: bool, sql: &str, args: &[Arg]) -> u64 {
+    crate::privileges::as_owner(relid, all_rows, || {
+        crate::privileges::with_safe_search_path(|| query(sql, args).1)
+    })
 }
 
-fn text_param(value: &str) -> Param {
-    (pg_sys::TEXTOID, value.into_datum())
+fn text_arg(value: &str) -> Arg {
+    Arg::Value(pg_sys::TEXTOID, value.into_datum())
 }
 
-fn oid_param(value: pg_sys::Oid) -> Param {
-    (pg_sys::OIDOID, Some(pg_sys::Datum::from(value)))
-}
-
-fn int8_param(value: i64) -> Param {
-    (pg_sys::INT8OID, Some(pg_sys::Datum::from(value)))
+fn int8_arg(value: i64) -> Arg {
+    Arg::Value(pg_sys::INT8OID, Some(pg_sys::Datum::from(value)))
 }
 
 /// A table that holds rows, as `simhash_internal.online_fill_targets()` describes it.
@@ -334,12 +313,15 @@ impl Attach {
             "SELECT simhash_internal.online_begin({})",
             placeholders.join(", ")
         );
-        let mut params: Vec<Param> = ARGUMENT_TYPES
+        let mut params: Vec<Arg> = ARGUMENT_TYPES
             .iter()
             .zip(args)
-            .map(|(&ty, a)| (ty, (!a.isnull).then_some(a.value)))
+            .map(|(&ty, a)| Arg::Value(ty, (!a.isnull).then_some(a.value)))
             .collect();
-        params.push((pg_sys::INT4OID, Some(pg_sys::Datum::from(LOCK_TIMEOUT.get()))));
+        params.push(Arg::Value(
+            pg_sys::INT4OID,
+            Some(pg_sys::Datum::from(LOCK_TIMEOUT.get())),
+        ));
         let mut attempts = 0u32;
         loop {
             let outcome = query(&sql, &params).0[0][0].clone().unwrap_or_default();
@@ -373,7 +355,7 @@ impl Attach {
         let (targets, _) = query(
             "SELECT t.leaf::pg_catalog.oid, t.statement, t.sweep, t.blocks, t.tuples \
              FROM simhash_internal.online_fill_targets($1::pg_catalog.regclass, $2::pg_catalog.name) t",
-            &[oid_param(self.table), text_param(&self.column)],
+            &[Arg::Oid(self.table), text_arg(&self.column)],
         );
         let parse = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
         let targets: Vec<FillTarget> = targets
@@ -416,11 +398,7 @@ impl Attach {
             let mut start = 0i64;
             while start < *blocks {
                 let end = (start + step).min(*blocks);
-                let (_, n) = crate::privileges::as_owner(*leaf, true, || {
-                    crate::privileges::with_safe_search_path(|| {
-                        query(statement, &[int8_param(start), int8_param(end)])
-                    })
-                });
+                let n = query_as_owner(*leaf, true, statement, &[int8_arg(start), int8_arg(end)]);
                 written += n;
                 blocks_done += end - start;
                 let done = match total_rows {
@@ -444,9 +422,7 @@ impl Attach {
                 start = end;
             }
             // The rows the application had locked when their range was done, if it did not write them since.
-            let (_, n) = crate::privileges::as_owner(*leaf, true, || {
-                crate::privileges::with_safe_search_path(|| query(sweep, &[]))
-            });
+            let n = query_as_owner(*leaf, true, sweep, &[]);
             written += n;
             commit();
         }
@@ -460,7 +436,7 @@ impl Attach {
             let (rows, _) = query(
                 "SELECT s.statement, s.top_level::pg_catalog.text \
                  FROM simhash_internal.online_next_index_step($1::pg_catalog.regclass, $2::pg_catalog.name) s",
-                &[oid_param(self.table), text_param(&self.column)],
+                &[Arg::Oid(self.table), text_arg(&self.column)],
             );
             let Some(statement) = rows[0][0].clone() else {
                 commit();
@@ -484,9 +460,9 @@ impl Attach {
                 let (done, _) = query(
                     "SELECT simhash_internal.run_locked($1::pg_catalog.regclass, $2, $3)::pg_catalog.text",
                     &[
-                        oid_param(self.table),
-                        text_param(&statement),
-                        (pg_sys::INT4OID, Some(LOCK_TIMEOUT.get().into())),
+                        Arg::Oid(self.table),
+                        text_arg(&statement),
+                        Arg::Value(pg_sys::INT4OID, Some(LOCK_TIMEOUT.get().into())),
                     ],
                 );
                 commit();
@@ -506,7 +482,7 @@ impl Attach {
         commit();
         query(
             "SELECT simhash_internal.online_validate($1::pg_catalog.regclass, $2::pg_catalog.name)",
-            &[oid_param(self.table), text_param(&self.column)],
+            &[Arg::Oid(self.table), text_arg(&self.column)],
         );
         commit();
     }
@@ -517,7 +493,7 @@ impl Attach {
         commit();
         let (relations, _) = query(
             "SELECT p.relid::pg_catalog.oid FROM simhash_internal.relation_tree($1::pg_catalog.regclass) p",
-            &[oid_param(self.table)],
+            &[Arg::Oid(self.table)],
         );
         for relation in relations {
             let relid = pg_sys::Oid::from(
@@ -544,29 +520,26 @@ impl Attach {
     /// a NOTICE.
     unsafe fn progress(&mut self, phase: &str, detail: Option<&str>, done: Option<i64>, total: Option<i64>) {
         let first = std::mem::replace(&mut self.first_report, false);
-        let progress_table = progress_table();
-        crate::privileges::as_owner(progress_table, false, || {
-            crate::privileges::with_safe_search_path(|| {
-                query(
-                    "INSERT INTO simhash_internal.attach_progress AS p \
-                       (table_name, text_column, pid, phase, detail, rows_done, rows_total, started, updated) \
-                     VALUES ($1, $2, pg_catalog.pg_backend_pid(), $3, $4, $5, $6, pg_catalog.now(), \
-                             pg_catalog.clock_timestamp()) \
-                     ON CONFLICT (table_name, text_column) DO UPDATE SET pid = excluded.pid, phase = excluded.phase, \
-                       detail = excluded.detail, rows_done = excluded.rows_done, rows_total = excluded.rows_total, \
-                       started = CASE WHEN $7 THEN excluded.started ELSE p.started END, updated = excluded.updated",
-                    &[
-                        oid_param(self.table),
-                        (pg_sys::NAMEOID, Some(name_datum(&self.column))),
-                        text_param(phase),
-                        (pg_sys::TEXTOID, detail.and_then(|d| d.into_datum())),
-                        (pg_sys::INT8OID, done.map(pg_sys::Datum::from)),
-                        (pg_sys::INT8OID, total.map(pg_sys::Datum::from)),
-                        (pg_sys::BOOLOID, Some(pg_sys::Datum::from(first))),
-                    ],
-                )
-            })
-        });
+        query_as_owner(
+            progress_table(),
+            false,
+            "INSERT INTO simhash_internal.attach_progress AS p \
+               (table_name, text_column, pid, phase, detail, rows_done, rows_total, started, updated) \
+             VALUES ($1, $2::pg_catalog.name, pg_catalog.pg_backend_pid(), $3, $4, $5, $6, pg_catalog.now(), \
+                     pg_catalog.clock_timestamp()) \
+             ON CONFLICT (table_name, text_column) DO UPDATE SET pid = excluded.pid, phase = excluded.phase, \
+               detail = excluded.detail, rows_done = excluded.rows_done, rows_total = excluded.rows_total, \
+               started = CASE WHEN $7 THEN excluded.started ELSE p.started END, updated = excluded.updated",
+            &[
+                Arg::Oid(self.table),
+                text_arg(&self.column),
+                text_arg(phase),
+                Arg::Value(pg_sys::TEXTOID, detail.and_then(|d| d.into_datum())),
+                Arg::Value(pg_sys::INT8OID, done.map(pg_sys::Datum::from)),
+                Arg::Value(pg_sys::INT8OID, total.map(pg_sys::Datum::from)),
+                Arg::Value(pg_sys::BOOLOID, Some(pg_sys::Datum::from(first))),
+            ],
+        );
         let column = self.column.clone();
         self.reporter.report(|| match (done, total) {
             (Some(done), Some(total)) => format!("column \"{column}\": {phase}, {done} of {total} rows"),
@@ -579,15 +552,13 @@ impl Attach {
 
     /// Removes the attach's row of progress once it has finished.
     unsafe fn forget_progress(&self) {
-        crate::privileges::as_owner(progress_table(), false, || {
-            crate::privileges::with_safe_search_path(|| {
-                query(
-                    "DELETE FROM simhash_internal.attach_progress p \
-                     WHERE p.table_name OPERATOR(pg_catalog.=) $1 AND p.text_column OPERATOR(pg_catalog.=) $2",
-                    &[oid_param(self.table), (pg_sys::NAMEOID, Some(name_datum(&self.column)))],
-                )
-            })
-        });
+        query_as_owner(
+            progress_table(),
+            false,
+            "DELETE FROM simhash_internal.attach_progress p \
+             WHERE p.table_name OPERATOR(pg_catalog.=) $1 AND p.text_column OPERATOR(pg_catalog.=) $2::pg_catalog.name",
+            &[Arg::Oid(self.table), text_arg(&self.column)],
+        );
     }
 }
 
@@ -595,14 +566,6 @@ impl Attach {
 unsafe fn progress_table() -> pg_sys::Oid {
     let namespace = crate::catalog::internal_namespace();
     pg_sys::get_relname_relid(c"attach_progress".as_ptr(), namespace)
-}
-
-/// A `name` datum (palloc'd in the current memory context).
-unsafe fn name_datum(value: &str) -> pg_sys::Datum {
-    let name = pg_sys::palloc0(std::mem::size_of::<pg_sys::NameData>()) as *mut pg_sys::NameData;
-    let bytes = CString::new(value).unwrap_or_default();
-    pg_sys::namestrcpy(name, bytes.as_ptr());
-    pg_sys::Datum::from(name)
 }
 
 extension_sql_file!(

@@ -15,6 +15,8 @@ pub enum Arg {
     Oid(pg_sys::Oid),
     /// A name as the parse tree or catalog holds it (server encoding), passed as `text`.
     Name(*const c_char),
+    /// A value of a type (None: NULL).
+    Value(pg_sys::Oid, Option<pg_sys::Datum>),
 }
 
 impl Arg {
@@ -22,13 +24,16 @@ impl Arg {
         match self {
             Arg::Oid(_) => pg_sys::OIDOID,
             Arg::Name(_) => pg_sys::TEXTOID,
+            Arg::Value(type_oid, _) => *type_oid,
         }
     }
 
-    unsafe fn datum(&self) -> pg_sys::Datum {
+    /// The value, None for NULL.
+    unsafe fn datum(&self) -> Option<pg_sys::Datum> {
         match self {
-            Arg::Oid(oid) => pg_sys::Datum::from(*oid),
-            Arg::Name(name) => pg_sys::Datum::from(pg_sys::cstring_to_text(*name)),
+            Arg::Oid(oid) => Some(pg_sys::Datum::from(*oid)),
+            Arg::Name(name) => Some(pg_sys::Datum::from(pg_sys::cstring_to_text(*name))),
+            Arg::Value(_, value) => *value,
         }
     }
 }
@@ -78,8 +83,15 @@ pub unsafe fn prepare_kept(sql: &str, types: &mut [pg_sys::Oid], what: &str) -> 
 pub unsafe fn execute(sql: &str, args: &[Arg], read_only: bool, limit: i64) -> i32 {
     let csql = server_cstring(sql);
     let mut types: Vec<pg_sys::Oid> = args.iter().map(Arg::type_oid).collect();
-    let mut values: Vec<pg_sys::Datum> = args.iter().map(|a| a.datum()).collect();
-    let nulls = vec![b' ' as c_char; args.len()];
+    let values: Vec<Option<pg_sys::Datum>> = args.iter().map(|a| a.datum()).collect();
+    let nulls: Vec<c_char> = values
+        .iter()
+        .map(|v| if v.is_some() { b' ' } else { b'n' } as c_char)
+        .collect();
+    let mut values: Vec<pg_sys::Datum> = values
+        .into_iter()
+        .map(|v| v.unwrap_or(pg_sys::Datum::from(0)))
+        .collect();
     pg_sys::SPI_execute_with_args(
         csql.as_ptr(),
         args.len() as i32,
@@ -157,7 +169,8 @@ pub unsafe fn call_helper(fcinfo: pg_sys::FunctionCallInfo, name: &str, args: &[
 }
 
 /// Runs `SELECT <schema>.<function>($1, ...)` (connecting to SPI), the function raising its own
-/// errors: an [`Arg::Oid`] is passed as `regclass`, an [`Arg::Name`] as `name`.
+/// errors: an [`Arg::Oid`] is passed as `regclass`, an [`Arg::Name`] as `name`, an [`Arg::Value`] as
+/// its type.
 ///
 /// # Safety
 /// Call where a query may run.
@@ -168,6 +181,7 @@ pub unsafe fn call(schema: &str, function: &str, args: &[Arg]) {
         .map(|(i, a)| match a {
             Arg::Oid(_) => format!("${}::pg_catalog.regclass", i + 1),
             Arg::Name(_) => format!("${}::pg_catalog.name", i + 1),
+            Arg::Value(..) => format!("${}", i + 1),
         })
         .collect();
     let sql = format!("SELECT {schema}.{function}({})", placeholders.join(", "));
