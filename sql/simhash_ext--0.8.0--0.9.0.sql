@@ -219,6 +219,36 @@ COMMENT ON FUNCTION simhash_internal.attach_checks(regclass, name, bytea) IS
   'Refuses an attach that cannot be made (the table, its Citus distribution, the column, names taken); returns what the attach needs to know of the table';
 
 -- sql/src/attach.sql
+CREATE FUNCTION simhash_internal.create_triggers(table_name regclass, args bytea, kind "char", dist_method "char")
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  d record;
+  names record;
+  arg_list text := (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a);
+BEGIN
+  -- The triggers of the attachment that trigger arguments args record, on table_name of relkind
+  -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
+  -- simhash_trigger() before each row write, and in 'error' mode on an ordinary table (no scope,
+  -- registry, Citus or MinHash) simhash_check_trigger(), which checks an INSERT's rows once per
+  -- statement (src/deferred.rs).
+  SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
+  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                 names.trigger_name, table_name, arg_list);
+  IF d.on_duplicate = 'error' AND kind = 'r' AND dist_method IS NULL AND d.scope_column IS NULL AND NOT d.registry
+     AND d.method <> 'minhash' THEN
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                   names.check_trigger_name, table_name, arg_list);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.create_triggers(regclass, bytea, "char", "char") IS
+  'Creates the triggers of an attachment (simhash_trigger(), and simhash_check_trigger() where it applies)';
+
+-- sql/src/attach.sql
 CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
                                on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
                                shingle int DEFAULT NULL, weighting text DEFAULT NULL,
@@ -345,9 +375,7 @@ BEGIN
     unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
   END IF;
-  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
-                 names.trigger_name, table_name,
-                 (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
+  PERFORM simhash_internal.create_triggers(table_name, args, kind, dist_method);
   IF dist_method IS NOT NULL THEN
     PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
   END IF;
@@ -356,13 +384,6 @@ BEGIN
     -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
     PERFORM simhash_internal.registry_view(table_name, text_column);
     PERFORM simhash_internal.registry_shards(table_name, text_column);
-  END IF;
-  IF on_duplicate = 'error' AND kind = 'r' AND dist_method IS NULL AND scope IS NULL
-     AND NOT registry AND NOT minhash THEN
-    -- The duplicate check of INSERTs, once per statement for all its rows (src/deferred.rs).
-    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
-                   names.check_trigger_name, table_name,
-                   (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
   END IF;
 END
 $$;
@@ -718,14 +739,7 @@ BEGIN
   BEGIN
     EXECUTE format('ALTER TABLE %s %s, ADD CONSTRAINT %I CHECK (%s) NOT VALID', table_name, columns, constraint_name,
                    bands_check);
-    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
-                   names.trigger_name, table_name,
-                   (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
-    IF att.on_duplicate = 'error' AND checked.kind = 'r' AND att.scope_column IS NULL AND NOT minhash THEN
-      EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
-                     names.check_trigger_name, table_name,
-                     (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
-    END IF;
+    PERFORM simhash_internal.create_triggers(table_name, args, checked.kind, checked.dist_method);
   EXCEPTION WHEN lock_not_available THEN
     RETURN 'locked';
   END;

@@ -79,14 +79,7 @@ BEGIN
   BEGIN
     EXECUTE format('ALTER TABLE %s %s, ADD CONSTRAINT %I CHECK (%s) NOT VALID', table_name, columns, constraint_name,
                    bands_check);
-    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
-                   names.trigger_name, table_name,
-                   (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
-    IF att.on_duplicate = 'error' AND checked.kind = 'r' AND att.scope_column IS NULL AND NOT minhash THEN
-      EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
-                     names.check_trigger_name, table_name,
-                     (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a));
-    END IF;
+    PERFORM simhash_internal.create_triggers(table_name, args, checked.kind, checked.dist_method);
   EXCEPTION WHEN lock_not_available THEN
     RETURN 'locked';
   END;
