@@ -71,6 +71,12 @@ clippy_all() {
     cargo clippy --all-targets --no-default-features --features pg18 -- -D warnings || status=1
     return $status
 }
+layers_all() {
+    local status=0
+    python3 scripts/check_layers.py --self-test || status=1
+    python3 scripts/check_layers.py || status=1
+    return $status
+}
 
 ensure_tools
 # Every major this run builds for is registered with cargo-pgrx before the first build: clippy builds
@@ -89,6 +95,8 @@ if ((everything)); then
     run_suite docs python3 scripts/check_docs.py
     log "extension SQL requires name functions that have SQL (install script order)"
     run_suite sql_requires python3 scripts/check_sql_requires.py
+    log "module graph of src/ and core/src/: no import circles, the layers of docs/ARCHITECTURE.md §1.2"
+    run_suite layers layers_all
     log "cargo clippy --all-targets -- -D warnings (PostgreSQL 15 and 18)"
     run_suite clippy clippy_all
     log "unit tests of the pure core (golden vectors, properties)"
