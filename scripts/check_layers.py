@@ -156,9 +156,9 @@ def module_files(crate):
     for f in sorted(crate.rglob("*.rs")):
         parts = f.relative_to(crate).with_suffix("").parts
         mod = parts[:-1] if parts[-1] == "mod" else parts
-        if mod in ((), ("lib",), ("main",)) or "tests" in mod:
-            mod = () if mod in (("lib",), ("main",)) else mod
-        else:
+        if mod in (("lib",), ("main",)):
+            mod = ()  # the root: its `mod x;` lines are read for test modules, it is no node
+        elif "tests" not in mod:
             mods[mod] = f
         tests |= {mod + (t,) for t in cut_tests(blank(f.read_text()))[1]}
     return {m: f for m, f in mods.items() if not any(m[:len(t)] == t for t in tests)}
@@ -179,10 +179,8 @@ def analyse(crate):
         no_use = USE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
         no_use = re.sub(r"\bpub\s*\(\s*in\b[^)]*\)", "", no_use)
         refs += [(m.start(), [m.group(1)] + re.findall(r"\w+", m.group(2))) for m in PATH.finditer(no_use)]
-        for pos, segs in sorted(refs, key=lambda r: r[0]):
+        for pos, segs in sorted((r for r in refs if r[1]), key=lambda r: r[0]):
             scope = list(mod) + [name for s, e, name in inline if s < pos < e]
-            if not segs:
-                continue
             if segs[0] in ("crate", "$crate"):
                 full = segs[1:]
             elif segs[0] in ("self", "super"):
@@ -220,7 +218,6 @@ def components(nodes, succ):
                 on.discard(comp[-1])
             out.append(sorted(comp))
 
-    sys.setrecursionlimit(10000)
     for v in sorted(nodes):
         if v not in index:
             visit(v)
