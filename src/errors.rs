@@ -391,3 +391,8 @@ mod allocator {
 static ALLOCATOR: allocator::ReserveAllocator = allocator::ReserveAllocator;
 
 pub use allocator::arm as arm_allocator;
+
+/// Lets `statement_timeout` and query cancel stop a long text between chunks.
+pub fn check_interrupts() {
+    pg_sys::check_for_interrupts!();
+}

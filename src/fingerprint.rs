@@ -30,7 +30,7 @@ pub(crate) fn fingerprint(doc: &Text, options: &Options) -> Option<i64> {
         &doc.to_utf8(),
         options,
         Chunking::default(),
-        &mut check_interrupts,
+        &mut crate::errors::check_interrupts,
     )
     .or_raise()
     .map(|fp| fp as i64)
@@ -39,18 +39,13 @@ pub(crate) fn fingerprint(doc: &Text, options: &Options) -> Option<i64> {
 type FeatureRows = TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))>;
 
 fn feature_rows(doc: &Text, options: &Options) -> FeatureRows {
-    let features = simhash_core::try_features(&doc.to_utf8(), options, &mut check_interrupts).or_raise();
+    let features = simhash_core::try_features(&doc.to_utf8(), options, &mut crate::errors::check_interrupts).or_raise();
     // Feature strings are UTF-8: they go back into the server encoding as they are returned.
     TableIterator::new(
         features
             .into_iter()
             .map(|f| (ServerText(f.text), f.weight, f.hash as i64)),
     )
-}
-
-/// Lets `statement_timeout` and query cancel stop a long text between chunks.
-pub(crate) fn check_interrupts() {
-    pg_sys::check_for_interrupts!();
 }
 
 /// The 64-bit SimHash fingerprint of `doc`, or NULL when the text has no features.
@@ -132,7 +127,7 @@ fn simhash_explain(
     ),
 > {
     let options = options(&tokenizer, shingle, &weighting, stopwords, &fold.to_utf8());
-    let e = simhash_core::explain(&a.to_utf8(), &b.to_utf8(), &options, &mut check_interrupts).or_raise();
+    let e = simhash_core::explain(&a.to_utf8(), &b.to_utf8(), &options, &mut crate::errors::check_interrupts).or_raise();
     let mut rows = Vec::with_capacity(1 + e.bits.len() + e.features.len());
     rows.push((
         ServerText("distance".into()),

@@ -45,7 +45,7 @@ pub fn signature_of(text: &str, settings: &MinHashSettings) -> Option<Signature>
         text,
         &settings.options,
         simhash_core::Chunking::default(),
-        &mut crate::fingerprint::check_interrupts,
+        &mut crate::errors::check_interrupts,
     )
     .or_raise()
 }

@@ -41,7 +41,7 @@ fn minhash(
         &doc.to_utf8(),
         &options,
         Chunking::default(),
-        &mut crate::fingerprint::check_interrupts,
+        &mut crate::errors::check_interrupts,
     )
     .or_raise()
     .map(|signature| signature.encode())

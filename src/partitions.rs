@@ -372,7 +372,7 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                     && crate::privileges::acts_for_owner(partition)
                 {
                     let prepare = || {
-                        crate::spi::call_helper(
+                        crate::catalog::call_helper(
                             fcinfo,
                             "prepare_partition",
                             &[crate::spi::Arg::Oid(parent), crate::spi::Arg::Oid(partition)],
@@ -400,7 +400,7 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             let table = relation_of(stmt.relation);
             if table != pg_sys::InvalidOid && crate::privileges::acts_for_owner(table) {
                 crate::privileges::as_owner(table, false, || {
-                    crate::spi::call_helper(
+                    crate::catalog::call_helper(
                         fcinfo,
                         "rename_column",
                         &[

@@ -584,7 +584,7 @@ unsafe fn query_fingerprint(
             &doc.to_utf8(),
             &att.options,
             simhash_core::Chunking::default(),
-            &mut crate::fingerprint::check_interrupts,
+            &mut crate::errors::check_interrupts,
         )
         .or_raise()
     } else {

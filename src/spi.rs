@@ -148,26 +148,6 @@ pub unsafe fn for_each_row(
     })
 }
 
-/// Calls the helper `name` of schema `simhash_internal` (see [`call`]) from the C function of
-/// `fcinfo`. With the SQL of 0.3.0 or older (the new library installed, `ALTER EXTENSION ...
-/// UPDATE` not yet run) the extension has no such schema and the helper is `simhash_<name>` of the
-/// extension's own schema. A schema of that name that is not the extension's own (one another role
-/// created meanwhile) is never called.
-///
-/// # Safety
-/// As [`call`]; `fcinfo` must be the call's.
-pub unsafe fn call_helper(fcinfo: pg_sys::FunctionCallInfo, name: &str, args: &[Arg]) {
-    if crate::catalog::internal_namespace() != pg_sys::InvalidOid {
-        call("simhash_internal", name, args)
-    } else {
-        call(
-            &crate::catalog::extension_schema(fcinfo),
-            &format!("simhash_{name}"),
-            args,
-        )
-    }
-}
-
 /// Runs `SELECT <schema>.<function>($1, ...)` (connecting to SPI), the function raising its own
 /// errors: an [`Arg::Oid`] is passed as `regclass`, an [`Arg::Name`] as `name`, an [`Arg::Value`] as
 /// its type.

@@ -175,7 +175,7 @@ impl Firing<'_> {
                     &doc.to_utf8(),
                     &self.setup.att.options,
                     Chunking::default(),
-                    &mut crate::fingerprint::check_interrupts,
+                    &mut crate::errors::check_interrupts,
                 )
                 .or_raise()
             })),

@@ -234,7 +234,7 @@ pub fn try_minhash_streaming(
         }
         crate::tokenize::for_each_token(&normalized, options.tokenizer, |t| {
             if crate::tokenize::keep(t, options.stopwords) {
-                if let Some(s) = shingler.push(crate::hash::feature_hash(t), reference::one_han(t)) {
+                if let Some(s) = shingler.push(crate::hash::feature_hash(t), one_han(t)) {
                     bins.add(s);
                 }
             }
@@ -617,6 +617,12 @@ pub fn is_match(a: &Signature, b: &Signature, lsh: &Lsh, threshold: f64) -> Resu
     }
     let (ka, kb) = (band_keys(a, lsh)?, band_keys(b, lsh)?);
     Ok(ka.iter().zip(&kb).any(|(x, y)| x == y))
+}
+
+/// Whether a token is one Han character.
+pub(crate) fn one_han(token: &str) -> bool {
+    let mut chars = token.chars();
+    matches!((chars.next(), chars.next()), (Some(c), None) if crate::tokenize::is_han(c))
 }
 
 #[cfg(test)]

@@ -6,14 +6,14 @@
 
 use std::collections::BTreeSet;
 
-use super::{bin_of, value_of, MinHashOptions};
+use super::{bin_of, one_han, value_of, MinHashOptions};
 use super::{scatter_target, shingle_hash, Shingle, Signature, MAX_ROUNDS};
 use crate::error::{memory_low, OutOfMemory};
 use crate::fold::to_simplified;
 use crate::hash::feature_hash;
 use crate::normalize::{chunks, normalize, Chunking};
 use crate::options::Fold;
-use crate::tokenize::{for_each_token, is_han, keep};
+use crate::tokenize::{for_each_token, keep};
 
 /// The kept tokens of `text`, in order, chunk by chunk as every pipeline of the crate reads it.
 pub fn reference_tokens(
@@ -42,12 +42,6 @@ pub fn reference_tokens(
         });
     }
     Ok(tokens)
-}
-
-/// Whether a token is one Han character.
-pub(crate) fn one_han(token: &str) -> bool {
-    let mut chars = token.chars();
-    matches!((chars.next(), chars.next()), (Some(c), None) if is_han(c))
 }
 
 /// The shingles of a token list, each as the list of its tokens: the window that ends at token
