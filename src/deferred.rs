@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use pgrx::prelude::*;
 use simhash_core::probe::ProbePlan;
 
-use crate::check::tid_key;
+use crate::check::row::tid_key;
 use crate::errors::OrRaise;
 use crate::search::{search_table, BandIndexes, HeapFetch, TableSearch};
 use crate::setup::Setup;
@@ -213,17 +213,17 @@ unsafe fn check_from(start: usize) {
         let rel = pg_sys::table_open(group.relid, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
         if let Some((distance, tid)) = first_duplicate(rel, &group.setup, &mine, snapshot) {
             let att = &group.setup.att;
-            let (key_columns, nearest) = crate::check::describe_row(
+            let (key_columns, nearest) = crate::check::report::describe_row(
                 &group.ext_schema,
                 att,
                 (group.relid, group.setup.attached_table),
                 tid,
-                crate::check::Measure::Distance(distance),
+                crate::check::report::Measure::Distance(distance),
                 None,
                 snapshot,
             );
             let nearest = nearest.expect("a row found has a key");
-            crate::check::raise_duplicate(att, &crate::catalog::relation_name(rel), &key_columns, &nearest);
+            crate::check::report::raise_duplicate(att, &crate::catalog::relation_name(rel), &key_columns, &nearest);
         }
         pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     }

@@ -16,6 +16,7 @@ mod fill;
 mod fingerprint;
 mod internal;
 mod leafmap;
+mod method;
 mod lsh;
 mod minhash;
 mod online;

@@ -14,29 +14,8 @@ use simhash_core::minhash::{self, Signature};
 
 use crate::attachment::{Attachment, MinHashSettings};
 use crate::catalog::qualified_name_of;
-use crate::check::{lock_keys, ScopeFilter, MINHASH_SLOTS};
+use crate::check::row::{tid_key, ScopeFilter};
 use crate::errors::{raise, EncodedError};
-
-/// Lock values per LSH band: a band key takes the lock of (band, key mod 128). The set of held
-/// locks has room for the default 32 bands (keys of later bands are locked without being
-/// remembered).
-const LOCKS_PER_BAND: usize = 128;
-const _: () = assert!(crate::check::MINHASH_LOCK_SLOTS == 32 * LOCKS_PER_BAND);
-/// MinHash lock keys start above every SimHash lock key (fewer than 32 parts of 256 values).
-const LOCK_BASE: u32 = 1 << 16;
-
-/// Takes the advisory locks of a signature's band keys on `relid`, in ascending order. Two
-/// signatures that share a band have that band's key, hence its lock, in common (§8.10); at most
-/// 128 locks per band, 4,096 per table at the default 32 bands, whatever the number of rows.
-pub fn lock_band_keys(relid: pg_sys::Oid, keys: &[i64]) {
-    lock_keys(
-        relid,
-        keys.iter().enumerate().map(|(band, &key)| {
-            let slot = band * LOCKS_PER_BAND + (key as u64 % LOCKS_PER_BAND as u64) as usize;
-            (LOCK_BASE + slot as u32, MINHASH_SLOTS + slot)
-        }),
-    );
-}
 
 /// The signature of `text` with the attachment's options, or None without tokens.
 pub fn signature_of(text: &str, settings: &MinHashSettings) -> Option<Signature> {
@@ -211,7 +190,7 @@ pub unsafe fn matches(probe: &Probe, snapshot: Option<pg_sys::Snapshot>) -> Vec<
         let tid = *pg_sys::SPI_getbinval(row, desc, 2, &mut null).cast_mut_ptr::<pg_sys::ItemPointerData>();
         if probe
             .exclude
-            .is_some_and(|(t, x)| t == relid && crate::check::tid_key(&x) == crate::check::tid_key(&tid))
+            .is_some_and(|(t, x)| t == relid && tid_key(&x) == tid_key(&tid))
         {
             continue;
         }

@@ -12,10 +12,10 @@ use simhash_core::Chunking;
 
 use crate::attachment::Mode;
 use crate::catalog::{attribute, extension_schema, qualified_name_of, relation_name};
-use crate::check::{
-    check_shard_scope, describe_row, find_nearest, lock_parts, raise_duplicate, CopyCommand, Measure,
-    Nearest, ScopeFilter, Written,
-};
+use crate::check::locks::{lock_band_keys, lock_parts};
+use crate::check::report::{check_shard_scope, describe_row, raise_duplicate, Measure, Nearest};
+use crate::check::row::{CopyCommand, ScopeFilter, Written};
+use crate::method::simhash::check::find_nearest;
 use crate::errors::{raise, EncodedError, OrRaise};
 use crate::setup::{attnum, setup_of, trigger_error, Setup};
 use crate::text::Text;
@@ -424,7 +424,7 @@ unsafe fn most_similar(
     let (setup, att) = (&firing.setup, &firing.setup.att);
     let settings = att.minhash().expect("a MinHash attachment");
     let keys = crate::lsh::band_keys(sig, settings);
-    crate::lsh::lock_band_keys(setup.attached_table, &keys);
+    lock_band_keys(setup.attached_table, &keys);
     pg_sys::CommandCounterIncrement();
     let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
     let probe = crate::lsh::Probe {

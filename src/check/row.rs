@@ -1,0 +1,114 @@
+//! A row being written and checked: where it goes, what it holds, the scope its duplicates must
+//! share, and which rows of a COPY are checked already.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+
+use pgrx::prelude::*;
+
+/// The value of the scope column that a written row's duplicates must share, and how to compare.
+pub struct ScopeFilter<'a> {
+    pub column: &'a str,
+    pub value: pg_sys::Datum,
+    pub equal: *mut pg_sys::FmgrInfo,
+    pub collation: pg_sys::Oid,
+}
+
+impl ScopeFilter<'_> {
+    /// Whether the row in `slot` (of a table whose scope column is `attnum`) has the same value.
+    pub unsafe fn matches(&self, slot: *mut pg_sys::TupleTableSlot, attnum: i16) -> bool {
+        let mut should_free = false;
+        let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+        let value = pgrx::heap_getattr_raw(
+            tuple,
+            std::num::NonZeroUsize::new(attnum as usize).expect("a user column"),
+            (*slot).tts_tupleDescriptor,
+        );
+        let same = value.is_some_and(|v| {
+            pg_sys::FunctionCall2Coll(self.equal, self.collation, self.value, v).value() != 0
+        });
+        if should_free {
+            pg_sys::heap_freetuple(tuple);
+        }
+        same
+    }
+}
+
+/// A row being written, to check for near-duplicates: where it goes and what it holds.
+pub struct Written<'a> {
+    /// The table the row is written to (open).
+    pub heap: pg_sys::Relation,
+    /// The table the trigger was attached to: `heap`, or the partitioned table it is a partition of.
+    pub attached_table: pg_sys::Oid,
+    pub fp: u64,
+    /// The fingerprint column of `heap`.
+    pub fp_attnum: i16,
+    /// The row's own TID (an UPDATE's old version, a written row), never its own near-duplicate.
+    pub self_tid: pg_sys::ItemPointerData,
+    /// With a scope, only rows of its value count.
+    pub scope: Option<&'a ScopeFilter<'a>>,
+    /// A row written by a COPY, checked after its batch is in the table.
+    pub copy: Option<CopyCommand>,
+}
+
+/// The command of a COPY, whose rows `simhash_check_trigger()` checks one by one after each batch
+/// of them is in the table: a row of the COPY that is not checked yet was written after the row
+/// being checked, and does not count against it. The later row reports the pair and names the
+/// earlier one, as an INSERT of the same rows does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CopyCommand {
+    xmin: pg_sys::TransactionId,
+    cid: pg_sys::CommandId,
+}
+
+/// A TID as a hashable key.
+type TidKey = (u16, u16, u16);
+
+pub fn tid_key(tid: &pg_sys::ItemPointerData) -> TidKey {
+    (tid.ip_blkid.bi_hi, tid.ip_blkid.bi_lo, tid.ip_posid)
+}
+
+thread_local! {
+    /// The rows of the latest COPY checked so far (a few bytes a row, kept until the next COPY).
+    static COPY_CHECKED: RefCell<(Option<CopyCommand>, HashSet<TidKey>)> = RefCell::new((None, HashSet::new()));
+}
+
+impl CopyCommand {
+    /// The transaction and command that inserted `tuple`, which no command has changed since.
+    ///
+    /// # Safety
+    /// `tuple` must be a valid heap tuple.
+    pub unsafe fn of(tuple: pg_sys::HeapTuple) -> CopyCommand {
+        let header = &(*(*tuple).t_data).t_choice.t_heap;
+        CopyCommand {
+            xmin: header.t_xmin,
+            cid: header.t_field3.t_cid,
+        }
+    }
+
+    /// Whether the row in `slot` was written by this command and is not checked yet.
+    pub unsafe fn not_checked_yet(self, slot: *mut pg_sys::TupleTableSlot) -> bool {
+        let mut should_free = false;
+        let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+        let written_here = CopyCommand::of(tuple) == self;
+        if should_free {
+            pg_sys::heap_freetuple(tuple);
+        }
+        let key = tid_key(&(*slot).tts_tid);
+        written_here
+            && !COPY_CHECKED
+                .with(|c| matches!(&*c.borrow(), (Some(cmd), rows) if *cmd == self && rows.contains(&key)))
+    }
+
+    /// Notes the row at `tid` as checked.
+    pub fn checked(self, tid: pg_sys::ItemPointerData) {
+        COPY_CHECKED.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.0 != Some(self) {
+                *c = (Some(self), HashSet::new());
+            }
+            c.1.insert(tid_key(&tid));
+        });
+    }
+}
+
