@@ -27,17 +27,48 @@ pub const MAX_DISTANCE: u32 = simhash_core::pairs::MAX_PAIR_DISTANCE;
 /// The largest `max_distance` a trigger's arguments may hold: 0.1.0 and 0.2.0 attached up to 63.
 const STORED_MAX_DISTANCE: i32 = 63;
 
-/// `max_distance` as an attachment or a dedup takes it, or SQLSTATE 22023 (in a `#[pg_extern]`
-/// as in a [`crate::errors::guard`]).
-pub fn check_max_distance(k: i32) -> u32 {
-    if !(0..=MAX_DISTANCE as i32).contains(&k) {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("invalid value for option \"max_distance\": {k}; allowed: an integer from 0 to {MAX_DISTANCE}")
-        );
+/// The error of a bad value of a setting (SQLSTATE 22023).
+pub fn invalid_value(message: String) -> EncodedError {
+    EncodedError {
+        code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        message,
+        detail: None,
+        hint: None,
     }
-    k as u32
+}
+
+/// `max_distance` as an attachment or a dedup takes it: from 0 to [`MAX_DISTANCE`].
+pub fn valid_max_distance(k: i32) -> Result<u32, EncodedError> {
+    if (0..=MAX_DISTANCE as i32).contains(&k) {
+        Ok(k as u32)
+    } else {
+        Err(invalid_value(format!(
+            "invalid value for option \"max_distance\": {k}; allowed: an integer from 0 to {MAX_DISTANCE}"
+        )))
+    }
+}
+
+/// A MinHash threshold as an attachment, a lookup or a dedup takes it: from 0 to 1.
+pub fn valid_threshold(t: f64) -> Result<f64, EncodedError> {
+    if THRESHOLDS.contains(&t) {
+        Ok(t)
+    } else {
+        Err(invalid_value(format!(
+            "invalid value for option \"threshold\": {t}; allowed: a number from 0 to 1"
+        )))
+    }
+}
+
+/// `max_distance` as a dedup takes it, or SQLSTATE 22023 raised as PostgreSQL's own error (in a
+/// `#[pg_extern]`, inside `Spi::connect` as outside).
+pub fn check_max_distance(k: i32) -> u32 {
+    valid_max_distance(k).unwrap_or_else(|e| ereport_now(e))
+}
+
+/// Raises `e` at once as a PostgreSQL error (where pgrx re-raises it as it is, e.g. inside
+/// `Spi::connect`), not through [`crate::errors::guard`].
+pub fn ereport_now(e: EncodedError) -> ! {
+    ereport!(ERROR, e.code, e.message);
 }
 
 /// What the trigger does with a near-duplicate.
@@ -131,14 +162,25 @@ impl GivenOptions {
     }
 }
 
-/// How an attachment finds near-duplicates (docs/ARCHITECTURE.md §6.11).
+/// How an attachment finds near-duplicates (docs/ARCHITECTURE.md §6.11, §15): each method with
+/// its own settings; `crate::method` has each one's engine.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Method {
     /// 64-bit fingerprints within `max_distance` bits, found through four 16-bit band indexes.
-    SimHash,
+    SimHash(SimHashSettings),
     /// MinHash signatures that share an LSH band and whose estimated similarity reaches the
     /// threshold, found through one GIN index over the band keys.
     MinHash(MinHashSettings),
+}
+
+/// What a SimHash attachment stores and compares.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimHashSettings {
+    /// The band columns (four since 0.3.0; older attachments have from 3 to 64).
+    pub nbands: i32,
+    /// The largest Hamming distance of a near-duplicate.
+    pub max_distance: i32,
+    pub options: Options,
 }
 
 /// What a MinHash attachment stores and compares.
@@ -166,7 +208,7 @@ impl MinHashSettings {
         Some(MinHashSettings {
             options,
             lsh: Lsh::parse(bands, rows, options.k).ok()?,
-            threshold: threshold.parse().ok().filter(|t| THRESHOLDS.contains(t))?,
+            threshold: valid_threshold(threshold.parse().ok()?).ok()?,
         })
     }
 }
@@ -181,11 +223,9 @@ pub const METHODS: [&str; 2] = ["simhash", "minhash"];
 #[derive(Debug, Clone)]
 pub struct Attachment {
     pub text_column: String,
-    pub nbands: i32,
-    pub max_distance: i32,
     pub mode: Mode,
+    /// The text options as given (with the method's defaults): what the arguments record.
     pub option_names: OptionNames,
-    pub options: Options,
     /// Duplicates are looked for only among rows with the same value of this column.
     pub scope_column: Option<String>,
     /// A distributed table whose writes are checked by its registry on the coordinator.
@@ -203,113 +243,131 @@ pub const NBANDS: i32 = 4;
 /// The longest name PostgreSQL keeps (NAMEDATALEN - 1 bytes).
 const MAX_NAME_BYTES: usize = 63;
 
-impl Attachment {
-    /// A new attachment of `text_column` with the settings `simhash_attach()` was given (None: the
-    /// method's default), or the error that names the first bad one, in the order attach checks them:
-    /// the method, `max_distance` or `threshold`, `on_duplicate`, the text options, `min_length`,
-    /// a registry of MinHash, then the length of the derived names.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        text_column: &str,
-        method: Option<&str>,
-        max_distance: Option<i32>,
-        threshold: Option<f64>,
-        on_duplicate: Option<&str>,
-        given: GivenOptions,
-        scope_column: Option<&str>,
-        registry: bool,
-        min_length: Option<i32>,
-    ) -> Result<Attachment, EncodedError> {
-        let invalid = |message: String| EncodedError {
-            code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            message,
-            detail: None,
-            hint: None,
-        };
-        let minhash = match method.unwrap_or("simhash") {
-            "simhash" => false,
-            "minhash" => true,
-            other => {
-                return Err(invalid(format!(
-                    "invalid value for option \"method\": '{}'; allowed: {}",
-                    other.replace('\'', "''"),
-                    METHODS.map(|m| format!("'{m}'")).join(", ")
-                )))
-            }
-        };
-        let not_for = |option: &str, method: &str, instead: &str| EncodedError {
-            hint: Some(format!("With method => '{method}', {instead}.")),
-            ..invalid(format!("option \"{option}\" does not apply to method '{method}'"))
-        };
-        if minhash && max_distance.is_some() {
-            return Err(not_for(
-                "max_distance",
-                "minhash",
-                "set the least similarity with threshold",
-            ));
+/// The settings `simhash_attach()` was given for a new attachment (None: the method's default).
+pub struct Given<'a> {
+    pub method: Option<&'a str>,
+    pub max_distance: Option<i32>,
+    pub threshold: Option<f64>,
+    pub on_duplicate: Option<&'a str>,
+    pub options: GivenOptions,
+    pub scope_column: Option<&'a str>,
+    pub registry: bool,
+    pub min_length: Option<i32>,
+}
+
+/// The error of an option given to a method it does not apply to.
+fn not_for(option: &str, method: &str, instead: &str) -> EncodedError {
+    EncodedError {
+        hint: Some(format!("With method => '{method}', {instead}.")),
+        ..invalid_value(format!("option \"{option}\" does not apply to method '{method}'"))
+    }
+}
+
+impl Given<'_> {
+    /// Whether the method named is MinHash, or the error naming a method that is not one.
+    fn is_minhash(&self) -> Result<bool, EncodedError> {
+        match self.method.unwrap_or("simhash") {
+            "simhash" => Ok(false),
+            "minhash" => Ok(true),
+            other => Err(invalid_value(format!(
+                "invalid value for option \"method\": '{}'; allowed: {}",
+                other.replace('\'', "''"),
+                METHODS.map(|m| format!("'{m}'")).join(", ")
+            ))),
         }
-        if !minhash && threshold.is_some() {
+    }
+
+    /// Refuses the settings of the other method: `max_distance` and `weighting` for MinHash,
+    /// `threshold` for SimHash.
+    fn refuse_other_method(&self, minhash: bool) -> Result<(), EncodedError> {
+        if minhash && self.max_distance.is_some() {
+            return Err(not_for("max_distance", "minhash", "set the least similarity with threshold"));
+        }
+        if !minhash && self.threshold.is_some() {
             return Err(not_for(
                 "threshold",
                 "simhash",
                 "set the largest Hamming distance with max_distance",
             ));
         }
-        if minhash && given.weighting.is_some() {
+        if minhash && self.options.weighting.is_some() {
             return Err(not_for("weighting", "minhash", "every shingle counts once"));
         }
-        let max_distance = match max_distance {
-            None => 7,
-            Some(k) if (0..=MAX_DISTANCE as i32).contains(&k) => k,
-            Some(k) => {
-                return Err(invalid(format!(
-                    "invalid value for option \"max_distance\": {k}; allowed: an integer from 0 to {MAX_DISTANCE}"
-                )))
-            }
-        };
-        let threshold = threshold.unwrap_or(simhash_core::minhash::DEFAULT_THRESHOLD);
-        if minhash && !THRESHOLDS.contains(&threshold) {
-            return Err(invalid(format!(
-                "invalid value for option \"threshold\": {threshold}; allowed: a number from 0 to 1"
-            )));
-        }
-        let mode = on_duplicate.and_then(Mode::parse).ok_or_else(|| {
+        Ok(())
+    }
+
+    /// The mode `on_duplicate` names.
+    fn mode(&self) -> Result<Mode, EncodedError> {
+        self.on_duplicate.and_then(Mode::parse).ok_or_else(|| {
             let allowed: Vec<String> = Mode::NAMES.iter().map(|(_, name)| format!("'{name}'")).collect();
-            invalid(format!(
+            invalid_value(format!(
                 "invalid value for option \"on_duplicate\": {}; allowed: {}",
-                on_duplicate.map_or("NULL".into(), |m| format!("'{}'", m.replace('\'', "''"))),
+                self.on_duplicate
+                    .map_or("NULL".into(), |m| format!("'{}'", m.replace('\'', "''"))),
                 allowed.join(", ")
             ))
-        })?;
-        let option_names = given.resolve(minhash);
-        let (options, method) = if minhash {
-            let options = MinHashOptions::parse(
-                &option_names.tokenizer,
-                option_names.shingle,
-                option_names.stopwords,
-                &option_names.fold,
-                simhash_core::minhash::DEFAULT_K as i32,
-            )
-            .map_err(|e| invalid(e.to_string()))?;
-            let settings = MinHashSettings {
-                options,
-                lsh: Lsh::default(),
-                threshold,
-            };
-            (Options::default(), Method::MinHash(settings))
-        } else {
-            (
-                option_names.parse().map_err(|e| invalid(e.to_string()))?,
-                Method::SimHash,
-            )
-        };
-        let min_length = min_length.filter(|n| *n >= 0).ok_or_else(|| {
-            invalid(format!(
+        })
+    }
+
+    /// The method with its settings, from the text options with the method's defaults.
+    fn method(&self, minhash: bool, names: &OptionNames, threshold: f64) -> Result<Method, EncodedError> {
+        let invalid = |e: simhash_core::OptionError| invalid_value(e.to_string());
+        if !minhash {
+            return Ok(Method::SimHash(SimHashSettings {
+                nbands: NBANDS,
+                max_distance: self.max_distance.unwrap_or(DEFAULT_MAX_DISTANCE),
+                options: names.parse().map_err(invalid)?,
+            }));
+        }
+        let options = MinHashOptions::parse(
+            &names.tokenizer,
+            names.shingle,
+            names.stopwords,
+            &names.fold,
+            simhash_core::minhash::DEFAULT_K as i32,
+        )
+        .map_err(invalid)?;
+        Ok(Method::MinHash(MinHashSettings {
+            options,
+            lsh: Lsh::default(),
+            threshold,
+        }))
+    }
+
+    /// `min_length`: 0 (every text is checked) or more.
+    fn min_length(&self) -> Result<i32, EncodedError> {
+        self.min_length.filter(|n| *n >= 0).ok_or_else(|| {
+            invalid_value(format!(
                 "invalid value for option \"min_length\": {}; allowed: an integer from 0 (every text is checked) up",
-                min_length.map_or("NULL".into(), |n| n.to_string())
+                self.min_length.map_or("NULL".into(), |n| n.to_string())
             ))
-        })?;
-        if minhash && registry {
+        })
+    }
+}
+
+/// The `max_distance` of a SimHash attachment made without one.
+const DEFAULT_MAX_DISTANCE: i32 = 7;
+
+impl Attachment {
+    /// A new attachment of `text_column` with the settings `simhash_attach()` was given, or the
+    /// error that names the first bad one, in the order attach checks them: the method,
+    /// `max_distance` or `threshold`, `on_duplicate`, the text options, `min_length`, a registry of
+    /// MinHash, then the length of the derived names.
+    pub fn new(text_column: &str, given: Given) -> Result<Attachment, EncodedError> {
+        let minhash = given.is_minhash()?;
+        given.refuse_other_method(minhash)?;
+        if let Some(k) = given.max_distance {
+            valid_max_distance(k)?;
+        }
+        let threshold = given.threshold.unwrap_or(simhash_core::minhash::DEFAULT_THRESHOLD);
+        if minhash {
+            valid_threshold(threshold)?;
+        }
+        let mode = given.mode()?;
+        let option_names = given.options.clone().resolve(minhash);
+        let method = given.method(minhash, &option_names, threshold)?;
+        let min_length = given.min_length()?;
+        if minhash && given.registry {
             return Err(EncodedError {
                 code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
                 message: "simhash_attach: registry => true is not supported with method => 'minhash'".into(),
@@ -322,21 +380,20 @@ impl Attachment {
         }
         let att = Attachment {
             text_column: text_column.to_string(),
-            nbands: NBANDS,
-            max_distance: if minhash { 0 } else { max_distance },
             mode,
             option_names,
-            options,
-            scope_column: if registry {
-                None
-            } else {
-                scope_column.map(str::to_string)
-            },
-            registry,
+            scope_column: given.scope_column.filter(|_| !given.registry).map(str::to_string),
+            registry: given.registry,
             min_length,
             method,
         };
-        let longest = att
+        att.check_name_lengths()?;
+        Ok(att)
+    }
+
+    /// Refuses a text column whose derived column names would be longer than PostgreSQL keeps.
+    fn check_name_lengths(&self) -> Result<(), EncodedError> {
+        let longest = self
             .all_derived_columns()
             .into_iter()
             .map(|c| utf8_to_server(&c).len())
@@ -345,59 +402,82 @@ impl Attachment {
             return Err(EncodedError {
                 code: PgSqlErrorCode::ERRCODE_NAME_TOO_LONG,
                 message: format!(
-                    "simhash_attach: column name \"{text_column}\" is too long to derive column names from"
+                    "simhash_attach: column name \"{}\" is too long to derive column names from",
+                    self.text_column
                 ),
                 detail: None,
                 hint: None,
             });
         }
-        Ok(att)
+        Ok(())
     }
 
     /// An attachment of `text_column` with `simhash_attach()`'s defaults: what the names derived
     /// from a text column are read from.
     pub fn named(text_column: &str) -> Attachment {
-        let option_names = OptionNames {
-            tokenizer: "bigram".into(),
-            shingle: 1,
-            weighting: "logtf".into(),
-            stopwords: true,
-            fold: "auto".into(),
-        };
+        let option_names = GivenOptions::default().resolve(false);
         Attachment {
             text_column: text_column.to_string(),
-            nbands: NBANDS,
-            max_distance: 7,
             mode: Mode::None,
-            options: option_names.parse().expect("the default options are valid"),
+            method: Method::SimHash(SimHashSettings {
+                nbands: NBANDS,
+                max_distance: DEFAULT_MAX_DISTANCE,
+                options: option_names.parse().expect("the default options are valid"),
+            }),
             option_names,
             scope_column: None,
             registry: false,
             min_length: 0,
-            method: Method::SimHash,
         }
     }
 
-    /// The MinHash settings of a MinHash attachment.
+    /// The settings of a SimHash attachment.
+    pub fn simhash(&self) -> Option<&SimHashSettings> {
+        match &self.method {
+            Method::SimHash(settings) => Some(settings),
+            Method::MinHash(_) => None,
+        }
+    }
+
+    /// The settings of a SimHash attachment, for code that serves SimHash only (`what`: the band
+    /// indexes, the per-statement check), which the methods' dispatch never sends a MinHash one to:
+    /// that would be a bug, reported as an internal error (XX000).
+    pub fn simhash_only(&self, what: &str) -> &SimHashSettings {
+        self.simhash().unwrap_or_else(|| {
+            raise(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                message: format!("simhash_ext: {what} reached with the MinHash column \"{}\"", self.text_column),
+                detail: None,
+                hint: None,
+            })
+        })
+    }
+
+    /// The settings of a MinHash attachment.
     pub fn minhash(&self) -> Option<&MinHashSettings> {
         match &self.method {
             Method::MinHash(settings) => Some(settings),
-            Method::SimHash => None,
+            Method::SimHash(_) => None,
         }
     }
 
     /// The method's name, as `simhash_attach()` takes it.
     pub fn method_name(&self) -> &'static str {
-        METHODS[usize::from(self.minhash().is_some())]
+        match self.method {
+            Method::SimHash(_) => METHODS[0],
+            Method::MinHash(_) => METHODS[1],
+        }
     }
 
     /// The trigger arguments that record this attachment (what [`Attachment::from_args`] reads).
+    /// A MinHash attachment records SimHash's band count and `max_distance` 0 in their places.
     pub fn to_args(&self) -> Vec<String> {
         let o = &self.option_names;
+        let (nbands, max_distance) = self.simhash().map_or((NBANDS, 0), |s| (s.nbands, s.max_distance));
         let mut args = vec![
             self.text_column.clone(),
-            self.nbands.to_string(),
-            self.max_distance.to_string(),
+            nbands.to_string(),
+            max_distance.to_string(),
             self.mode.name().to_string(),
             o.tokenizer.clone(),
             o.shingle.to_string(),
@@ -457,23 +537,24 @@ impl Attachment {
             stopwords: stopwords == "true",
             fold: fold.to_string(),
         };
-        let (options, method) = match method {
-            None => (option_names.parse().ok()?, Method::SimHash),
-            Some((m, t)) => (
-                Options::default(),
-                Method::MinHash(MinHashSettings::from_arg(m, &option_names, t)?),
-            ),
+        // Both methods' arguments hold a valid band count and max_distance (MinHash: 4 and 0).
+        let nbands = nbands.parse().ok().filter(|n| (3..=64).contains(n))?;
+        let max_distance = max_distance
+            .parse()
+            .ok()
+            .filter(|k| (0..=STORED_MAX_DISTANCE).contains(k))?;
+        let method = match method {
+            None => Method::SimHash(SimHashSettings {
+                nbands,
+                max_distance,
+                options: option_names.parse().ok()?,
+            }),
+            Some((m, t)) => Method::MinHash(MinHashSettings::from_arg(m, &option_names, t)?),
         };
         Some(Attachment {
             text_column: text_column.clone(),
-            nbands: nbands.parse().ok().filter(|n| (3..=64).contains(n))?,
-            max_distance: max_distance
-                .parse()
-                .ok()
-                .filter(|k| (0..=STORED_MAX_DISTANCE).contains(k))?,
             mode: Mode::parse(mode)?,
             option_names,
-            options,
             scope_column: (!scope.is_empty()).then(|| scope.to_string()),
             registry,
             min_length: min_length.parse().ok().filter(|n| *n >= 0)?,
@@ -510,9 +591,9 @@ impl Attachment {
     /// The indexed columns generated from the fingerprint: SimHash's band columns, or MinHash's
     /// one array of LSH band keys.
     pub fn band_columns(&self) -> Vec<String> {
-        match self.minhash() {
-            Some(_) => vec![format!("{}_lsh", self.text_column)],
-            None => (0..self.nbands).map(|band| self.band_column(band)).collect(),
+        match &self.method {
+            Method::MinHash(_) => vec![format!("{}_lsh", self.text_column)],
+            Method::SimHash(s) => (0..s.nbands).map(|band| self.band_column(band)).collect(),
         }
     }
 

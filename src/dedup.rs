@@ -11,7 +11,7 @@ use simhash_core::minhash::pairs as minhash_pairs;
 use simhash_core::minhash::Signature;
 use simhash_core::pairs::{cluster_rows, group_identical, near_pairs, Progress};
 
-use crate::attachment::RowKey;
+use crate::attachment::{RowKey, NBANDS};
 use crate::catalog::RegClass;
 use crate::text::ServerText;
 
@@ -228,7 +228,8 @@ fn read_rows(
         }
         let settings = table.att.minhash().copied();
         check_method_options(reporter.what, &table, max_distance, threshold);
-        let k = crate::attachment::check_max_distance(max_distance.unwrap_or(table.att.max_distance));
+        let stored = table.att.simhash().map_or((NBANDS, 0), |s| (s.nbands, s.max_distance));
+        let k = crate::attachment::check_max_distance(max_distance.unwrap_or(stored.1));
         // Keys travel as UTF-8 bytes: pgrx reads `text` as UTF-8 only.
         let query = format!(
             "SELECT pg_catalog.convert_to({}, 'UTF8'), t.{} FROM {}{} t ORDER BY {}",
@@ -248,7 +249,7 @@ fn read_rows(
         let mut rows = Rows {
             keys: Vec::new(),
             fps: Vec::new(),
-            nbands: table.att.nbands as u32,
+            nbands: stored.0 as u32,
             max_distance: k,
             signed: settings.map(|m| Signed {
                 rows: Vec::new(),
@@ -331,12 +332,10 @@ fn distributed_search(
         let RowKey::Columns(columns) = &table.key else {
             return None;
         };
-        if table.att.minhash().is_some() {
-            return None;
-        }
+        let sim = table.att.simhash()?;
         check_method_options(reporter.what, &table, max_distance, threshold);
         let what = reporter.what;
-        let k = crate::attachment::check_max_distance(max_distance.unwrap_or(table.att.max_distance));
+        let k = crate::attachment::check_max_distance(max_distance.unwrap_or(sim.max_distance));
         let schema = |oid: pg_sys::Oid| unsafe {
             pgrx::spi::quote_identifier(crate::catalog::cstr_utf8(pg_sys::get_namespace_name(oid)))
         };
@@ -466,9 +465,7 @@ fn check_method_options(what: &str, table: &Table, max_distance: Option<i32>, th
             "{what}: column \"{column}\" of {} is attached with method 'simhash': give max_distance, not a threshold",
             table.qualified
         )),
-        (Some(_), None, Some(t)) if !(0.0..=1.0).contains(&t) => refuse(format!(
-            "invalid value for option \"threshold\": {t}; allowed: a number from 0 to 1"
-        )),
+        (Some(_), None, Some(t)) => drop(crate::attachment::valid_threshold(t).unwrap_or_else(|e| refuse(e.message))),
         _ => {}
     }
 }

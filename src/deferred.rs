@@ -239,6 +239,7 @@ unsafe fn first_duplicate(
     snapshot: pg_sys::Snapshot,
 ) -> Option<(u32, pg_sys::ItemPointerData)> {
     let att = &setup.att;
+    let sim = att.simhash_only("the per-statement check");
     let fp_attnum = setup.fp_att as i16;
     let order: HashMap<(u16, u16, u16), usize> = rows
         .iter()
@@ -247,7 +248,7 @@ unsafe fn first_duplicate(
         .collect();
     // Row j of the statement counts against row i only if written before it.
     let counts = |i: usize, tid: &pg_sys::ItemPointerData| order.get(&tid_key(tid)).is_none_or(|&j| j < i);
-    let indexes = BandIndexes::open(rel, att, fp_attnum, pg_sys::NoLock as pg_sys::LOCKMODE);
+    let indexes = BandIndexes::open(rel, att, sim.nbands, fp_attnum, pg_sys::NoLock as pg_sys::LOCKMODE);
     // In slices, to bound the memory of the probe lists; the first slice with a match has the row.
     let mut all_served = true;
     for (at, slice) in rows.chunks(MERGED_ROWS).enumerate() {
@@ -257,7 +258,7 @@ unsafe fn first_duplicate(
         if !merged(
             rel,
             &indexes,
-            att.max_distance,
+            sim.max_distance,
             slice,
             snapshot,
             &counts,
@@ -280,9 +281,10 @@ unsafe fn first_duplicate(
         let search = TableSearch {
             rel,
             att,
+            sim,
             fp_attnum,
             query: fp,
-            k: att.max_distance,
+            k: sim.max_distance,
             snapshot,
             exclude: Some(tid),
             lockmode: pg_sys::NoLock as pg_sys::LOCKMODE,

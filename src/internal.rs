@@ -72,16 +72,19 @@ mod simhash_internal {
             }
             .report()
         };
+        let (method, on_duplicate, scope) = (utf8(method), utf8(on_duplicate), utf8(scope));
         let att = Attachment::new(
             &text_column.to_utf8(),
-            utf8(method).as_deref(),
-            max_distance,
-            threshold,
-            utf8(on_duplicate).as_deref(),
-            given,
-            utf8(scope).as_deref(),
-            registry.unwrap_or(false),
-            min_length,
+            crate::attachment::Given {
+                method: method.as_deref(),
+                max_distance,
+                threshold,
+                on_duplicate: on_duplicate.as_deref(),
+                options: given,
+                scope_column: scope.as_deref(),
+                registry: registry.unwrap_or(false),
+                min_length,
+            },
         )
         .unwrap_or_else(|e| e.report());
         let mut tgargs = Vec::new();
@@ -127,12 +130,12 @@ mod simhash_internal {
                 ServerText(att.text_column.clone()),
                 ServerText(att.fingerprint_column()),
                 att.band_columns().into_iter().map(ServerText).collect(),
-                att.minhash().is_none().then_some(att.max_distance),
+                att.simhash().map(|s| s.max_distance),
                 att.mode.name().to_string(),
                 (att.mode == crate::attachment::Mode::Flag).then(|| ServerText(att.flag_column())),
                 o.tokenizer,
                 o.shingle,
-                att.minhash().is_none().then_some(o.weighting),
+                att.simhash().map(|_| o.weighting),
                 o.stopwords,
                 o.fold,
                 att.scope_column.clone().map(ServerText),

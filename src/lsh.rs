@@ -263,11 +263,7 @@ fn invalid(message: String, hint: Option<String>) -> ! {
 fn threshold_of(given: Option<f64>, settings: &MinHashSettings) -> f64 {
     match given {
         None => settings.threshold,
-        Some(t) if (0.0..=1.0).contains(&t) => t,
-        Some(t) => invalid(
-            format!("invalid value for option \"threshold\": {t}; allowed: a number from 0 to 1"),
-            None,
-        ),
+        Some(t) => crate::attachment::valid_threshold(t).unwrap_or_else(|e| raise(e)),
     }
 }
 

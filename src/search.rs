@@ -15,7 +15,7 @@ use std::ffi::CStr;
 use pgrx::prelude::*;
 use simhash_core::probe::ProbePlan;
 
-use crate::attachment::{Attachment, RowKey};
+use crate::attachment::{Attachment, Method, RowKey, SimHashSettings};
 use crate::catalog::{attnum_of, own_namespace, relation_name};
 use crate::errors::{raise, EncodedError, OrRaise};
 
@@ -60,14 +60,15 @@ impl BandIndexes {
     pub unsafe fn open(
         heap: pg_sys::Relation,
         att: &Attachment,
+        nbands: i32,
         fp_attnum: i16,
         lockmode: pg_sys::LOCKMODE,
     ) -> BandIndexes {
-        let key: ChosenKey = ((*heap).rd_id, att.text_column.clone(), att.nbands, fp_attnum);
+        let key: ChosenKey = ((*heap).rd_id, att.text_column.clone(), nbands, fp_attnum);
         let mut found = None;
         let chosen = CHOSEN.with(|chosen| {
             chosen.get_or_compute(key, || {
-                let indexes = Self::find(heap, att, fp_attnum);
+                let indexes = Self::find(heap, att, nbands, fp_attnum);
                 let oids = indexes
                     .0
                     .as_ref()
@@ -99,12 +100,12 @@ impl BandIndexes {
             .then(|| bands.iter().map(|b| b.index).collect())
     }
 
-    unsafe fn find(heap: pg_sys::Relation, att: &Attachment, fp_attnum: i16) -> BandIndexes {
+    unsafe fn find(heap: pg_sys::Relation, att: &Attachment, nbands: i32, fp_attnum: i16) -> BandIndexes {
         let tupdesc = (*heap).rd_att;
-        let band_attnums: Vec<Option<i16>> = (0..att.nbands)
+        let band_attnums: Vec<Option<i16>> = (0..nbands)
             .map(|i| attnum_of(tupdesc, &att.band_column(i)))
             .collect();
-        let mut found: Vec<Option<BandIndex>> = (0..att.nbands).map(|_| None).collect();
+        let mut found: Vec<Option<BandIndex>> = (0..nbands).map(|_| None).collect();
         let list = pg_sys::RelationGetIndexList(heap);
         if !list.is_null() {
             let oids = std::slice::from_raw_parts((*list).elements, (*list).length as usize);
@@ -464,6 +465,7 @@ pub unsafe fn search(
 pub struct TableSearch<'a> {
     pub rel: pg_sys::Relation,
     pub att: &'a Attachment,
+    pub sim: &'a SimHashSettings,
     /// The fingerprint column of `rel`.
     pub fp_attnum: i16,
     pub query: u64,
@@ -484,8 +486,8 @@ pub unsafe fn search_table(
     s: &TableSearch,
     on_match: &mut dyn FnMut(u32, *mut pg_sys::TupleTableSlot),
 ) -> Counts {
-    let indexes = BandIndexes::open(s.rel, s.att, s.fp_attnum, s.lockmode);
-    let plan = plan_for(s.rel, &indexes, s.query, s.k, s.att.nbands, s.snapshot);
+    let indexes = BandIndexes::open(s.rel, s.att, s.sim.nbands, s.fp_attnum, s.lockmode);
+    let plan = plan_for(s.rel, &indexes, s.query, s.k, s.sim.nbands, s.snapshot);
     search(
         s.rel,
         s.fp_attnum,
@@ -573,7 +575,7 @@ unsafe fn open_table(relid: pg_sys::Oid) -> pg_sys::Relation {
 /// attachment's options; None for NULL.
 unsafe fn query_fingerprint(
     fcinfo: pg_sys::FunctionCallInfo,
-    att: &Attachment,
+    sim: &SimHashSettings,
     by_text: bool,
 ) -> Option<u64> {
     if arg_null(fcinfo, 1) {
@@ -582,7 +584,7 @@ unsafe fn query_fingerprint(
         let doc = crate::text::Text::from_raw_datum(arg(fcinfo, 1));
         simhash_core::try_fingerprint_with(
             &doc.to_utf8(),
-            &att.options,
+            &sim.options,
             simhash_core::Chunking::default(),
             &mut crate::errors::check_interrupts,
         )
@@ -644,7 +646,9 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, query: Query) -> pg_
     }
     .filter(|&i| !arg_null(fcinfo, i))
     .map(|i| f64::from_bits(arg(fcinfo, i).value() as u64));
-    if let Some(settings) = att.minhash() {
+    let sim = match &att.method {
+        Method::SimHash(sim) => sim,
+        Method::MinHash(settings) => {
         let distance_given = query != Query::Signature && !arg_null(fcinfo, 2);
         let value = (!arg_null(fcinfo, 1)).then(|| arg(fcinfo, 1));
         let given = match query {
@@ -667,32 +671,33 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, query: Query) -> pg_
             });
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         return pg_sys::Datum::from(0);
-    }
+        }
+    };
     if query == Query::Signature || threshold_arg.is_some() {
         crate::lsh::refuse_for_simhash(&att, relid);
     }
     let by_text = query == Query::Text;
     let k = if arg_null(fcinfo, 2) {
-        att.max_distance
+        sim.max_distance
     } else {
         arg(fcinfo, 2).value() as i32
     };
-    match query_fingerprint(fcinfo, &att, by_text) {
+    match query_fingerprint(fcinfo, sim, by_text) {
         // Checks k (22023) even when there is no fingerprint to look up; plan_for checks it otherwise.
-        None => drop(ProbePlan::new(0, k, att.nbands).or_raise()),
+        None => drop(ProbePlan::new(0, k, sim.nbands).or_raise()),
         Some(query) => match crate::citus::distribution(relid) {
             Some(dist) => {
                 refuse_unless_hash_distributed(heap, &dist);
-                sql_near_duplicates(fcinfo, rsinfo, heap, &att, query, k)
+                sql_near_duplicates(fcinfo, rsinfo, heap, &att, sim, query, k)
             }
             // The band indexes are read directly, where no policy applies: under row-level security
             // the lookup runs as the query of simhash_near_duplicates_sql(), which the executor
             // filters with the caller's policies.
             None if crate::privileges::row_security_applies(relid) => {
-                sql_near_duplicates(fcinfo, rsinfo, heap, &att, query, k)
+                sql_near_duplicates(fcinfo, rsinfo, heap, &att, sim, query, k)
             }
             None => {
-                for (distance, item) in local_near_duplicates(heap, &att, query, k) {
+                for (distance, item) in local_near_duplicates(heap, &att, sim, query, k) {
                     put_row(
                         rsinfo,
                         [item, pg_sys::Datum::from(distance as i32), pg_sys::Datum::from(0)],
@@ -711,6 +716,7 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, query: Query) -> pg_
 unsafe fn local_near_duplicates(
     heap: pg_sys::Relation,
     att: &Attachment,
+    sim: &SimHashSettings,
     query: u64,
     k: i32,
 ) -> Vec<(u32, pg_sys::Datum)> {
@@ -720,7 +726,7 @@ unsafe fn local_near_duplicates(
     // A partitioned table is searched partition by partition; a partition, on its own.
     let tables = crate::partitions::leaf_tables(heap);
     if tables.is_empty() {
-        ProbePlan::new(query, k, att.nbands).or_raise();
+        ProbePlan::new(query, k, sim.nbands).or_raise();
     }
     for (order, &table) in tables.iter().enumerate() {
         let open = crate::partitions::OpenTable::open(heap, table);
@@ -735,6 +741,7 @@ unsafe fn local_near_duplicates(
         let search = TableSearch {
             rel,
             att,
+            sim,
             fp_attnum: fingerprint_attnum(rel, att),
             query,
             k,
@@ -802,9 +809,10 @@ pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: 
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         return ShardProbe::Declined;
     }
+    let sim = att.simhash_only("a shard's probe");
     // Four bands of many probe values each, in a transaction of its own: the leaf lists at once.
     // Nearest first.
-    let nearest = crate::leafmap::eager(|| local_near_duplicates(heap, &att, query, k))
+    let nearest = crate::leafmap::eager(|| local_near_duplicates(heap, &att, sim, query, k))
         .first()
         .map(|(d, _)| *d);
     pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
@@ -835,10 +843,11 @@ unsafe fn sql_near_duplicates(
     rsinfo: *mut pg_sys::ReturnSetInfo,
     heap: pg_sys::Relation,
     att: &Attachment,
+    sim: &SimHashSettings,
     query: u64,
     k: i32,
 ) {
-    ProbePlan::new(query, k, att.nbands).or_raise();
+    ProbePlan::new(query, k, sim.nbands).or_raise();
     let schema = crate::catalog::extension_schema(fcinfo);
     let relid = (*heap).rd_id;
     let (key, lookup) = crate::spi::connected(|| {
@@ -960,7 +969,7 @@ fn simhash_lookup_cost(
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let att =
             crate::errors::in_extern(|| crate::attachment::find(heap, text_column, own_namespace(fcinfo)));
-        if att.minhash().is_some() {
+        let Method::SimHash(sim) = &att.method else {
             ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -971,7 +980,7 @@ fn simhash_lookup_cost(
                 ),
                 "A MinHash lookup is one query over the GIN index of its band keys: see it with EXPLAIN ANALYZE."
             );
-        }
+        };
         // As `SELECT count(*) FROM table WHERE <fingerprint within k>`: SELECT on the fingerprint
         // column. Counted from the band indexes, where no policy applies: refused under row-level
         // security, whose policies could hide some of the rows counted.
@@ -1001,12 +1010,12 @@ fn simhash_lookup_cost(
         }
 
         let snapshot = pg_sys::GetActiveSnapshot();
-        let k = max_distance.unwrap_or(att.max_distance);
+        let k = max_distance.unwrap_or(sim.max_distance);
         let mut matches = 0i64;
         let mut counts = Counts::default();
         let tables = crate::partitions::leaf_tables(heap);
         if tables.is_empty() {
-            ProbePlan::new(fingerprint as u64, k, att.nbands).or_raise();
+            ProbePlan::new(fingerprint as u64, k, sim.nbands).or_raise();
         }
         // Every partition of a partitioned table is searched: the costs add up.
         for table in tables {
@@ -1015,6 +1024,7 @@ fn simhash_lookup_cost(
             let search = TableSearch {
                 rel: open.rel,
                 att: &att,
+                sim,
                 fp_attnum,
                 query: fingerprint as u64,
                 k,

@@ -318,14 +318,15 @@ mod tests {
             "body", "4", "3", "flag", "word", "2", "binary", "false",
         ]))
         .expect("valid arguments");
+        let sim = *att.simhash().expect("a SimHash attachment");
         assert_eq!(
-            (att.nbands, att.max_distance, att.mode),
+            (sim.nbands, sim.max_distance, att.mode),
             (4, 3, crate::attachment::Mode::Flag)
         );
-        assert!(!att.options.stopwords);
+        assert!(!sim.options.stopwords);
         assert_eq!(att.fingerprint_column(), "body_simhash");
         assert_eq!(
-            att.options.fold,
+            sim.options.fold,
             simhash_core::options::Fold::None,
             "8 arguments: fold 'auto'"
         );
@@ -333,7 +334,10 @@ mod tests {
             "body", "4", "7", "error", "bigram", "1", "logtf", "true", "auto",
         ]))
         .expect("valid arguments of 0.3.0");
-        assert_eq!(folded.options.fold, simhash_core::options::Fold::Simplified);
+        assert_eq!(
+            folded.simhash().map(|s| s.options.fold),
+            Some(simhash_core::options::Fold::Simplified)
+        );
         assert!(crate::attachment::Attachment::from_args(&strings(&[
             "body", "4", "7", "error", "bigram", "1", "logtf", "true", "sideways",
         ]))
@@ -377,7 +381,7 @@ mod tests {
                 "body", "64", k, "none", "bigram", "1", "logtf", "true",
             ]))
         };
-        assert_eq!(stored("63").map(|a| a.max_distance), Some(63));
+        assert_eq!(stored("63").and_then(|a| a.simhash().map(|s| s.max_distance)), Some(63));
         assert!(stored("64").is_none());
         let att = Attachment::from_args(&strings(&[
             "body", "4", "7", "error", "bigram", "1", "logtf", "true", "auto", "", "registry",
@@ -459,11 +463,12 @@ mod tests {
             pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
             att
         };
-        let bands: Vec<String> = (0..att.nbands).map(|b| att.band_column(b)).collect();
+        let sim = *att.simhash().expect("a SimHash attachment");
+        let bands: Vec<String> = (0..sim.nbands).map(|b| att.band_column(b)).collect();
         let rust = [
             att.fingerprint_column(),
             bands.join(","),
-            att.max_distance.to_string(),
+            sim.max_distance.to_string(),
             att.mode.name().to_string(),
             att.flag_column(),
             att.scope_column.clone().unwrap_or_default(),

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pgrx::prelude::*;
 use simhash_core::Chunking;
 
-use crate::attachment::Mode;
+use crate::attachment::{Method, Mode};
 use crate::catalog::{attribute, extension_schema, qualified_name_of, relation_name};
 use crate::check::locks::{lock_band_keys, lock_parts};
 use crate::check::report::{check_shard_scope, describe_row, raise_duplicate, Measure, Nearest};
@@ -95,16 +95,17 @@ impl Stored {
 
     /// The values of the band columns the trigger keeps (`Setup::kept_bands`): the bands an
     /// offline attach generates from the fingerprint, computed here from the same value.
-    fn band_values(&self, kept: &[(i32, i32)], nbands: i32) -> Vec<(i32, Option<pg_sys::Datum>)> {
+    fn band_values(&self, kept: &[(i32, i32)], method: &Method) -> Vec<(i32, Option<pg_sys::Datum>)> {
         kept.iter()
             .map(|&(band, column)| {
-                let value = match self {
-                    Stored::SimHash(fp) => {
-                        fp.map(|fp| pg_sys::Datum::from(simhash_core::band(fp, band, nbands).or_raise()))
+                let value = match (self, method) {
+                    (Stored::SimHash(fp), Method::SimHash(s)) => {
+                        fp.map(|fp| pg_sys::Datum::from(simhash_core::band(fp, band, s.nbands).or_raise()))
                     }
-                    Stored::MinHash(sig) => sig
+                    (Stored::MinHash(sig), Method::MinHash(m)) => sig
                         .as_ref()
-                        .and_then(|sig| crate::minhash::band_keys(sig, 32, 4).into_datum()),
+                        .and_then(|sig| crate::lsh::band_keys(sig, m).into_datum()),
+                    _ => unreachable!("a value is computed with its attachment's method"),
                 };
                 (column, value)
             })
@@ -166,14 +167,14 @@ impl Firing<'_> {
             FINGERPRINTS_COMPUTED.fetch_add(1, Ordering::Relaxed);
             Text::from_raw_datum(datum)
         });
-        match self.setup.att.minhash() {
-            Some(settings) => {
+        match &self.setup.att.method {
+            Method::MinHash(settings) => {
                 Stored::MinHash(text.and_then(|doc| crate::lsh::signature_of(&doc.to_utf8(), settings)))
             }
-            None => Stored::SimHash(text.and_then(|doc| {
+            Method::SimHash(sim) => Stored::SimHash(text.and_then(|doc| {
                 simhash_core::try_fingerprint_with(
                     &doc.to_utf8(),
-                    &self.setup.att.options,
+                    &sim.options,
                     Chunking::default(),
                     &mut crate::errors::check_interrupts,
                 )
@@ -264,7 +265,7 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let token = value.token();
     let mut columns = vec![(firing.setup.fp_att, value.datum())];
     let att = &firing.setup.att;
-    columns.extend(value.band_values(&firing.setup.kept_bands, att.nbands));
+    columns.extend(value.band_values(&firing.setup.kept_bands, &att.method));
     // While an online attach runs, rows are fingerprinted but not checked (src/online.rs).
     let checking = att.mode != Mode::None && !firing.setup.attaching;
     // The INSERT half of a row moved to another partition is no new text.
@@ -371,7 +372,7 @@ unsafe fn check(firing: &Firing, value: &Stored) -> Verdict {
         (Stored::SimHash(Some(fp)), scope) => {
             let fp = *fp;
             // The locks key on the attached table: writers to different partitions meet.
-            lock_parts(setup.attached_table, fp, att.max_distance as u32);
+            lock_parts(setup.attached_table, fp, att.simhash_only("the SimHash check").max_distance as u32);
             let deferred = firing.old.is_none() && setup.checks_inserts_after();
             if deferred {
                 // simhash_check_trigger() checks the row once it is written (crate::deferred).

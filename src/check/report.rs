@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use pgrx::prelude::*;
 
-use crate::attachment::{Attachment, RowKey};
+use crate::attachment::{Attachment, Method, RowKey};
 use crate::catalog::{attnum_of, cstr_utf8, qualified_name_of, relation_name};
 use crate::errors::{raise, EncodedError};
 
@@ -177,9 +177,9 @@ pub fn similarity_text(similarity: f64) -> String {
 /// unique violation (`PG_DIAG_CONSTRAINT_NAME`). The DETAIL names the row's key only when the writer
 /// may see it, as PostgreSQL's unique violations do.
 pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nearest) -> ! {
-    let limit = match att.minhash() {
-        Some(m) => format!("threshold {}", m.threshold),
-        None => format!("max_distance {}", att.max_distance),
+    let limit = match &att.method {
+        Method::MinHash(m) => format!("threshold {}", m.threshold),
+        Method::SimHash(s) => format!("max_distance {}", s.max_distance),
     };
     // Without the key, no measure either: a distance or similarity to a row the writer may not read
     // would let it guess the row's text edit by edit.

@@ -39,6 +39,7 @@ unsafe fn nearest_row(
     snapshot: pg_sys::Snapshot,
 ) -> Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> {
     let relid = (*row.heap).rd_id;
+    let sim = att.simhash_only("the nearest-row search");
     let mut best: Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> = None;
     for table in checked_tables(row) {
         let own = table == relid;
@@ -51,13 +52,14 @@ unsafe fn nearest_row(
         let search = TableSearch {
             rel,
             att,
+            sim,
             fp_attnum: if own {
                 row.fp_attnum
             } else {
                 fingerprint_attnum(rel, att)
             },
             query: row.fp,
-            k: att.max_distance,
+            k: sim.max_distance,
             snapshot,
             exclude: own.then_some(row.self_tid),
             // The executor has locked the indexes of the table the row goes to; other partitions'
