@@ -281,7 +281,11 @@ impl Given<'_> {
     /// `threshold` for SimHash.
     fn refuse_other_method(&self, minhash: bool) -> Result<(), EncodedError> {
         if minhash && self.max_distance.is_some() {
-            return Err(not_for("max_distance", "minhash", "set the least similarity with threshold"));
+            return Err(not_for(
+                "max_distance",
+                "minhash",
+                "set the least similarity with threshold",
+            ));
         }
         if !minhash && self.threshold.is_some() {
             return Err(not_for(
@@ -359,7 +363,9 @@ impl Attachment {
         if let Some(k) = given.max_distance {
             valid_max_distance(k)?;
         }
-        let threshold = given.threshold.unwrap_or(simhash_core::minhash::DEFAULT_THRESHOLD);
+        let threshold = given
+            .threshold
+            .unwrap_or(simhash_core::minhash::DEFAULT_THRESHOLD);
         if minhash {
             valid_threshold(threshold)?;
         }
@@ -446,7 +452,10 @@ impl Attachment {
         self.simhash().unwrap_or_else(|| {
             raise(EncodedError {
                 code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                message: format!("simhash_ext: {what} reached with the MinHash column \"{}\"", self.text_column),
+                message: format!(
+                    "simhash_ext: {what} reached with the MinHash column \"{}\"",
+                    self.text_column
+                ),
                 detail: None,
                 hint: None,
             })

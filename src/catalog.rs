@@ -248,11 +248,7 @@ pub unsafe fn call_helper(fcinfo: pg_sys::FunctionCallInfo, name: &str, args: &[
     if internal_namespace() != pg_sys::InvalidOid {
         crate::spi::call("simhash_internal", name, args)
     } else {
-        crate::spi::call(
-            &extension_schema(fcinfo),
-            &format!("simhash_{name}"),
-            args,
-        )
+        crate::spi::call(&extension_schema(fcinfo), &format!("simhash_{name}"), args)
     }
 }
 

@@ -13,7 +13,6 @@ use simhash_core::pairs::{cluster_rows, group_identical, near_pairs, Progress};
 
 use crate::attachment::{RowKey, NBANDS};
 use crate::catalog::RegClass;
-use crate::text::ServerText;
 
 /// The table argument, which must not be NULL (SQLSTATE 22004).
 fn required(table: Option<RegClass>) -> pg_sys::Oid {
@@ -228,7 +227,10 @@ fn read_rows(
         }
         let settings = table.att.minhash().copied();
         check_method_options(reporter.what, &table, max_distance, threshold);
-        let stored = table.att.simhash().map_or((NBANDS, 0), |s| (s.nbands, s.max_distance));
+        let stored = table
+            .att
+            .simhash()
+            .map_or((NBANDS, 0), |s| (s.nbands, s.max_distance));
         let k = crate::attachment::check_max_distance(max_distance.unwrap_or(stored.1));
         // Keys travel as UTF-8 bytes: pgrx reads `text` as UTF-8 only.
         let query = format!(
@@ -513,44 +515,33 @@ fn progress<'a>(
     }
 }
 
-/// Every near-duplicate pair of an attached table within `max_distance` (default: the attached one),
-/// with the keys of both rows as text (`key_a` first in key order) and their distance; for a MinHash
-/// attachment, every pair that shares an LSH band with at least `threshold` (default: the attached
-/// one) estimated similarity, with the similarity.
-#[pg_extern(volatile, parallel_unsafe, name = "simhash_pairs")]
-fn pairs(
+/// A pair of rows' keys (the first in key order) with their distance (SimHash) or estimated
+/// similarity (MinHash).
+pub type Pair = (String, String, Option<i32>, Option<f64>);
+
+/// Every near-duplicate pair of an attached table within `max_distance` (default: the attached
+/// one), or for a MinHash attachment every pair that shares an LSH band with at least `threshold`
+/// (default: the attached one); pairs of identical fingerprints are expanded as they are read.
+pub fn pairs(
     table_name: Option<RegClass>,
-    max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
-    threshold: default!(Option<f64>, "NULL"),
-) -> TableIterator<
-    'static,
-    (
-        name!(key_a, ServerText),
-        name!(key_b, ServerText),
-        name!(distance, Option<i32>),
-        name!(similarity, Option<f64>),
-    ),
-> {
+    max_distance: Option<i32>,
+    text_column: Option<&str>,
+    threshold: Option<f64>,
+) -> Box<dyn Iterator<Item = Pair>> {
     let mut reporter = Reporter::new("simhash_pairs");
     let relid = required(table_name);
     if let Some(found) = distributed_search(relid, max_distance, threshold, text_column, false, &mut reporter)
     {
-        return TableIterator::new(
-            found
-                .pairs
-                .into_iter()
-                .map(|(a, b, d)| (ServerText(a), ServerText(b), Some(d), None)),
-        );
+        return Box::new(found.pairs.into_iter().map(|(a, b, d)| (a, b, Some(d), None)));
     }
     let mut rows = read_rows(relid, max_distance, threshold, text_column, &mut reporter);
     if let Some(signed) = rows.signed.take() {
         let pairs = signed.pairs(&mut reporter);
         let keys = rows.keys;
-        return TableIterator::new(pairs.into_iter().map(move |(a, b, similarity)| {
+        return Box::new(pairs.into_iter().map(move |(a, b, similarity)| {
             (
-                ServerText(keys[a as usize].clone()),
-                ServerText(keys[b as usize].clone()),
+                keys[a as usize].clone(),
+                keys[b as usize].clone(),
                 None,
                 Some(similarity),
             )
@@ -591,33 +582,24 @@ fn pairs(
             })
         })
     });
-    TableIterator::new(identical.into_iter().chain(near).map(move |(a, b, d)| {
+    Box::new(identical.into_iter().chain(near).map(move |(a, b, d)| {
         (
-            ServerText(keys[a as usize].clone()),
-            ServerText(keys[b as usize].clone()),
+            keys[a as usize].clone(),
+            keys[b as usize].clone(),
             Some(d as i32),
             None,
         )
     }))
 }
 
-/// Every row of an attached table with the representative of its cluster (the cluster's first row
-/// in key order) and the cluster's size; rows without a fingerprint are clusters of their own.
-/// The clusters are the connected components of `simhash_pairs()`'s pairs.
-#[pg_extern(volatile, parallel_unsafe, name = "simhash_clusters")]
-fn clusters(
+/// Every row's key and the index of its cluster's representative (the cluster's first row in key
+/// order) among them: the connected components of [`pairs`]'s pairs.
+pub fn clusters(
     table_name: Option<RegClass>,
-    max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
-    threshold: default!(Option<f64>, "NULL"),
-) -> TableIterator<
-    'static,
-    (
-        name!(key, ServerText),
-        name!(representative, ServerText),
-        name!(cluster_size, i64),
-    ),
-> {
+    max_distance: Option<i32>,
+    text_column: Option<&str>,
+    threshold: Option<f64>,
+) -> (Vec<String>, Vec<u32>) {
     let mut reporter = Reporter::new("simhash_clusters");
     let relid = required(table_name);
     if let Some(found) = distributed_search(relid, max_distance, threshold, text_column, true, &mut reporter)
@@ -636,7 +618,7 @@ fn clusters(
         }
         let representative: Vec<u32> = (0..keys.len() as u32).map(|i| clusters.find(i)).collect();
         drop(index);
-        return cluster_table(keys, representative);
+        return (keys, representative);
     }
     let mut rows = read_rows(relid, max_distance, threshold, text_column, &mut reporter);
     let representative = match rows.signed.take() {
@@ -664,65 +646,5 @@ fn clusters(
             representative
         }
     };
-    cluster_table(rows.keys, representative)
-}
-
-/// Every row's key with its cluster's representative and size.
-fn cluster_table(
-    keys: Vec<String>,
-    representative: Vec<u32>,
-) -> TableIterator<
-    'static,
-    (
-        name!(key, ServerText),
-        name!(representative, ServerText),
-        name!(cluster_size, i64),
-    ),
-> {
-    let mut size = vec![0i64; keys.len()];
-    for &r in &representative {
-        size[r as usize] += 1;
-    }
-    TableIterator::new((0..keys.len()).map(move |i| {
-        let r = representative[i] as usize;
-        (ServerText(keys[i].clone()), ServerText(keys[r].clone()), size[r])
-    }))
-}
-
-// The declarations of 0.4.0 and older name these symbols, with three arguments (and for pairs three
-// columns): they serve that SQL between installing this library and `ALTER EXTENSION ... UPDATE`
-// (docs/ARCHITECTURE.md §12.1), when only SimHash attachments exist.
-
-/// The `simhash_pairs(regclass, int, text)` of 0.4.0 and older.
-#[pg_extern(stable, parallel_unsafe, sql = false)]
-fn simhash_pairs(
-    table_name: Option<RegClass>,
-    max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
-) -> TableIterator<
-    'static,
-    (
-        name!(key_a, ServerText),
-        name!(key_b, ServerText),
-        name!(distance, Option<i32>),
-    ),
-> {
-    TableIterator::new(pairs(table_name, max_distance, text_column, None).map(|(a, b, d, _)| (a, b, d)))
-}
-
-/// The `simhash_clusters(regclass, int, text)` of 0.4.0 and older.
-#[pg_extern(stable, parallel_unsafe, sql = false)]
-fn simhash_clusters(
-    table_name: Option<RegClass>,
-    max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
-) -> TableIterator<
-    'static,
-    (
-        name!(key, ServerText),
-        name!(representative, ServerText),
-        name!(cluster_size, i64),
-    ),
-> {
-    clusters(table_name, max_distance, text_column, None)
+    (rows.keys, representative)
 }

@@ -3,31 +3,22 @@
 
 use pgrx::prelude::*;
 
+mod api;
 mod attachment;
-mod bands;
 mod catalog;
 mod check;
 mod citus;
 mod compat;
 mod dedup;
-mod deferred;
 mod errors;
-mod fill;
-mod fingerprint;
-mod internal;
 mod leafmap;
 mod method;
-mod lsh;
-mod minhash;
 mod online;
 mod partitions;
 mod privileges;
-mod search;
-mod setup;
 mod spi;
-mod tables;
 mod text;
-mod trigger;
+mod write;
 
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
@@ -45,7 +36,7 @@ pub extern "C-unwind" fn _PG_init() {
     dedup::register_settings();
     leafmap::register_settings();
     online::register_settings();
-    deferred::register();
+    write::deferred::register();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         simhash_core::tokenize::jieba();
     }

@@ -59,13 +59,8 @@ pub fn register_settings() {
     );
 }
 
-crate::errors::c_function!(
-    /// `simhash_attach_concurrently()`: the procedure of the online attach.
-    pg_finfo_simhash_attach_concurrently, simhash_attach_concurrently => attach_concurrently
-);
-
 /// The argument types of the procedure (sql/src/online.sql), in order.
-const ARGUMENT_TYPES: [pg_sys::Oid; 14] = [
+pub const ARGUMENT_TYPES: [pg_sys::Oid; 14] = [
     pg_sys::REGCLASSOID,
     pg_sys::NAMEOID,
     pg_sys::INT4OID,
@@ -82,20 +77,13 @@ const ARGUMENT_TYPES: [pg_sys::Oid; 14] = [
     pg_sys::FLOAT8OID,
 ];
 
-unsafe fn attach_concurrently(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    crate::errors::arm_allocator();
-    require_top_level(fcinfo);
-    let args: Vec<pg_sys::NullableDatum> = (*fcinfo).args.as_slice(ARGUMENT_TYPES.len()).to_vec();
-    if args[0].isnull || args[1].isnull {
-        raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            message: "simhash_attach_concurrently: table_name and text_column must not be NULL".into(),
-            detail: None,
-            hint: None,
-        });
-    }
-    let table = pg_sys::Oid::from_datum(args[0].value, false).expect("a table");
-    let column = cstr_utf8(args[1].value.cast_mut_ptr::<std::ffi::c_char>());
+/// The online attach of `column` of `table` with the procedure's arguments `args` (in the order
+/// of its declaration, sql/src/online.sql), by a caller that may commit: every step, resumed from
+/// where an earlier call stopped (docs/ARCHITECTURE.md §14).
+///
+/// # Safety
+/// Called by the procedure, at top level (`crate::api::online`).
+pub unsafe fn attach(table: pg_sys::Oid, column: String, args: &[pg_sys::NullableDatum]) {
     // As ALTER TABLE would (the fill runs as the owner: never for a caller without the owner's rights).
     if !crate::privileges::acts_for_owner(table) {
         pg_sys::aclcheck_error(
@@ -111,35 +99,13 @@ unsafe fn attach_concurrently(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum
         reporter: Reporter::new("simhash_attach_concurrently"),
         first_report: true,
     };
-    if job.begin(&args) {
+    if job.begin(args) {
         job.fill();
         job.build_indexes();
         job.validate();
     }
     job.wait_for_writers();
     job.forget_progress();
-    (*fcinfo).isnull = true;
-    pg_sys::Datum::from(0)
-}
-
-/// Refuses a call that cannot commit: inside a transaction block, from a function, or from a
-/// procedure (whose own SPI connection the index builds' commits would tear down).
-unsafe fn require_top_level(fcinfo: pg_sys::FunctionCallInfo) {
-    let context = (*fcinfo).context;
-    let nonatomic = !context.is_null()
-        && (*context).type_ == pg_sys::NodeTag::T_CallContext
-        && !(*(context as *mut pg_sys::CallContext)).atomic;
-    if !nonatomic || pg_sys::SPI_inside_nonatomic_context() {
-        raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_ACTIVE_SQL_TRANSACTION,
-            message: "simhash_attach_concurrently() cannot run inside a transaction block".into(),
-            detail: Some("It commits as it goes, and builds indexes with CREATE INDEX CONCURRENTLY.".into()),
-            hint: Some(
-                "Run it with CALL on its own, not inside BEGIN ... COMMIT, a function or another procedure."
-                    .into(),
-            ),
-        });
-    }
 }
 
 /// The session lock of one online attach of a column: a second one of the same column fails at
@@ -567,9 +533,3 @@ unsafe fn progress_table() -> pg_sys::Oid {
     let namespace = crate::catalog::internal_namespace();
     pg_sys::get_relname_relid(c"attach_progress".as_ptr(), namespace)
 }
-
-extension_sql_file!(
-    "../sql/src/online.sql",
-    name = "simhash_online_sql",
-    requires = ["simhash_tables", minhash_bands]
-);

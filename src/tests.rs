@@ -189,7 +189,7 @@ mod tests {
 
     #[pg_test]
     fn trigger_fingerprints_once_per_row_write() {
-        use crate::trigger::FINGERPRINTS_COMPUTED;
+        use crate::write::trigger::FINGERPRINTS_COMPUTED;
         use std::sync::atomic::Ordering;
         Spi::run("CREATE TABLE posts (id int PRIMARY KEY, body text, views int DEFAULT 0)").unwrap();
         Spi::run("SELECT simhash_attach('posts', 'body', on_duplicate => 'error')").unwrap();
@@ -277,7 +277,7 @@ mod tests {
 
     #[pg_test]
     fn error_mode_checks_bulk_inserts_once_per_statement() {
-        use crate::deferred::BATCHED;
+        use crate::write::deferred::BATCHED;
         use std::sync::atomic::Ordering;
         Spi::run("CREATE TABLE feed (id int PRIMARY KEY, body text)").unwrap();
         Spi::run("SELECT simhash_attach('feed', 'body', on_duplicate => 'error')").unwrap();
@@ -381,7 +381,10 @@ mod tests {
                 "body", "64", k, "none", "bigram", "1", "logtf", "true",
             ]))
         };
-        assert_eq!(stored("63").and_then(|a| a.simhash().map(|s| s.max_distance)), Some(63));
+        assert_eq!(
+            stored("63").and_then(|a| a.simhash().map(|s| s.max_distance)),
+            Some(63)
+        );
         assert!(stored("64").is_none());
         let att = Attachment::from_args(&strings(&[
             "body", "4", "7", "error", "bigram", "1", "logtf", "true", "auto", "", "registry",

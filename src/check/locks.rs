@@ -103,4 +103,3 @@ pub fn lock_band_keys(relid: pg_sys::Oid, keys: &[i64]) {
         }),
     );
 }
-

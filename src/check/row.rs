@@ -6,6 +6,9 @@ use std::collections::HashSet;
 
 use pgrx::prelude::*;
 
+use crate::catalog::attnum_of;
+use crate::errors::{raise, EncodedError};
+
 /// The value of the scope column that a written row's duplicates must share, and how to compare.
 pub struct ScopeFilter<'a> {
     pub column: &'a str,
@@ -112,3 +115,18 @@ impl CopyCommand {
     }
 }
 
+/// The number of column `name` of a table the trigger reads or writes, or 42703 naming it.
+pub fn attnum(tupdesc: pg_sys::TupleDesc, name: &str, table: &str) -> i32 {
+    let Some(n) = attnum_of(tupdesc, name) else {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            message: format!("simhash_trigger: column \"{name}\" of table \"{table}\" does not exist"),
+            detail: None,
+            hint: Some(
+                "The table was attached with simhash_attach(); detach and attach it again after renaming columns."
+                    .into(),
+            ),
+        });
+    };
+    i32::from(n)
+}

@@ -1,3 +1,211 @@
-//! The methods of finding near-duplicates, each in its own module (docs/ARCHITECTURE.md §15).
+//! The methods of finding near-duplicates (docs/ARCHITECTURE.md §15). Each method is a module
+//! with its own settings (`crate::attachment::Method`) and engine: how a text becomes the value
+//! stored (`value`), how a written row is checked (`check`), how a lookup finds rows (`lookup`).
+//! Here is the one interface the trigger, the lookups and dedup call, one `match` on the method
+//! per operation: a new method is a new module and one new arm in each.
 
+pub mod minhash;
 pub mod simhash;
+
+use pgrx::prelude::*;
+
+use crate::attachment::{Attachment, Method};
+use crate::catalog::relation_name;
+use crate::check::report::Nearest;
+use crate::check::row::ScopeFilter;
+use crate::errors::{raise, EncodedError, OrRaise};
+use crate::text::Text;
+
+/// What a lookup is given to look for (None: SQL NULL).
+#[derive(Clone, Copy)]
+pub enum Given {
+    Fingerprint(Option<u64>),
+    /// A `text` datum.
+    Text(Option<pg_sys::Datum>),
+    /// A `bytea` datum: a MinHash signature.
+    Signature(Option<pg_sys::Datum>),
+}
+
+/// How near a row a lookup found is to what it was given.
+#[derive(Clone, Copy)]
+pub enum Found {
+    /// The Hamming distance of its fingerprint (SimHash).
+    Distance(u32),
+    /// The estimated similarity of its signature (MinHash).
+    Similarity(f64),
+}
+
+/// One lookup of `simhash_near_duplicates()`: the table (open), its attachment, what to look for
+/// and the limits the call gave (None: the attachment's).
+pub struct Lookup<'a> {
+    pub heap: pg_sys::Relation,
+    pub att: &'a Attachment,
+    pub given: Given,
+    pub max_distance: Option<i32>,
+    pub threshold: Option<f64>,
+    /// The extension's schema, quoted: where the SQL form of a lookup is called.
+    pub ext_schema: &'a str,
+}
+
+/// The rows of the lookup's table that are near-duplicates of what it was given, nearest first,
+/// each passed to `on_row` as a row of the table's type with its distance or similarity.
+///
+/// # Safety
+/// `lookup.heap` must be an open table that `lookup.att` is attached to.
+pub unsafe fn near_duplicates(lookup: &Lookup, on_row: &mut dyn FnMut(pg_sys::Datum, Found)) {
+    match &lookup.att.method {
+        Method::SimHash(settings) => simhash::lookup::near_duplicates(lookup, settings, on_row),
+        Method::MinHash(settings) => minhash::lookup::near_duplicates(lookup, settings, on_row),
+    }
+}
+
+/// Opens table `relid` for a lookup, or raises 42809 for a relation that is no table.
+pub unsafe fn open_table(relid: pg_sys::Oid) -> pg_sys::Relation {
+    let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    let kind = (*(*heap).rd_rel).relkind as u8;
+    if kind != pg_sys::RELKIND_RELATION && kind != pg_sys::RELKIND_PARTITIONED_TABLE {
+        let table = relation_name(heap);
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            message: format!("simhash_near_duplicates: \"{table}\" is not a table"),
+            detail: None,
+            hint: None,
+        });
+    }
+    heap
+}
+
+/// What a method stores for a text: a SimHash fingerprint or a MinHash signature (None: a NULL
+/// text, or one without tokens).
+pub enum Value {
+    SimHash(Option<u64>),
+    MinHash(Option<simhash_core::minhash::Signature>),
+}
+
+impl Value {
+    /// The column's value.
+    pub unsafe fn datum(&self) -> Option<pg_sys::Datum> {
+        match self {
+            Value::SimHash(fp) => fp.map(|fp| pg_sys::Datum::from(fp as i64)),
+            Value::MinHash(sig) => sig
+                .as_ref()
+                .map(|sig| pg_sys::Datum::from(pgrx::rust_byte_slice_to_bytea(&sig.encode()).into_pg())),
+        }
+    }
+
+    /// The values of the band columns the trigger keeps (`Setup::kept_bands`): the bands an
+    /// offline attach generates from the fingerprint, computed here from the same value.
+    pub fn band_values(&self, kept: &[(i32, i32)], method: &Method) -> Vec<(i32, Option<pg_sys::Datum>)> {
+        kept.iter()
+            .map(|&(band, column)| {
+                let value = match (self, method) {
+                    (Value::SimHash(fp), Method::SimHash(s)) => {
+                        fp.map(|fp| pg_sys::Datum::from(simhash_core::band(fp, band, s.nbands).or_raise()))
+                    }
+                    (Value::MinHash(sig), Method::MinHash(m)) => sig
+                        .as_ref()
+                        .and_then(|sig| minhash::lsh::band_keys(sig, m).into_datum()),
+                    _ => unreachable!("a value is computed with its attachment's method"),
+                };
+                (column, value)
+            })
+            .collect()
+    }
+
+    /// A 64-bit token of the value, for the notes of row moves between partitions.
+    pub fn token(&self) -> Option<u64> {
+        match self {
+            Value::SimHash(fp) => *fp,
+            Value::MinHash(sig) => sig.as_ref().map(|s| simhash_core::hash::fnv1a64(&s.encode())),
+        }
+    }
+}
+
+impl Value {
+    /// The value of `text` (None: NULL) with the attachment's method and options.
+    pub fn of(att: &Attachment, text: Option<Text>) -> Value {
+        match &att.method {
+            Method::SimHash(sim) => {
+                Value::SimHash(text.and_then(|doc| simhash::fingerprint::of(&doc.to_utf8(), sim)))
+            }
+            Method::MinHash(settings) => {
+                Value::MinHash(text.and_then(|doc| minhash::lsh::signature_of(&doc.to_utf8(), settings)))
+            }
+        }
+    }
+
+    /// When an UPDATE left the stored value as it was (`before` and `after`, as stored), the
+    /// value's token ([`Value::token`]); None when it changed.
+    ///
+    /// # Safety
+    /// The datums must be the attachment's stored values.
+    pub unsafe fn unchanged(
+        att: &Attachment,
+        before: Option<pg_sys::Datum>,
+        after: Option<pg_sys::Datum>,
+    ) -> Option<Option<u64>> {
+        match &att.method {
+            Method::SimHash(_) => {
+                let (before, after) = (before.map(|d| d.value() as i64), after.map(|d| d.value() as i64));
+                (before == after).then(|| after.map(|fp| fp as u64))
+            }
+            Method::MinHash(_) => same_stored_bytes(before, after)
+                .then(|| after.map(|d| simhash_core::hash::fnv1a64(minhash::lsh::bytea_bytes(d)))),
+        }
+    }
+}
+
+/// Whether two varlena datums hold the same bytes as stored (an unchanged toasted value keeps its
+/// toast pointer, so a 100 MB text left alone by an UPDATE is not read).
+pub unsafe fn same_stored_bytes(a: Option<pg_sys::Datum>, b: Option<pg_sys::Datum>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            let (pa, pb) = (
+                a.cast_mut_ptr::<pg_sys::varlena>(),
+                b.cast_mut_ptr::<pg_sys::varlena>(),
+            );
+            let (la, lb) = (pgrx::varsize_any(pa), pgrx::varsize_any(pb));
+            la == lb
+                && std::slice::from_raw_parts(pa as *const u8, la)
+                    == std::slice::from_raw_parts(pb as *const u8, lb)
+        }
+        _ => false,
+    }
+}
+
+/// A row being written that its attachment's method checks for a near-duplicate.
+pub struct WrittenRow<'a> {
+    /// The table the row goes to (open), and the table the trigger was attached to: that one, or
+    /// the partitioned table it is a partition of.
+    pub heap: pg_sys::Relation,
+    pub attached_table: pg_sys::Oid,
+    /// The column of the stored value in `heap`.
+    pub value_attnum: i16,
+    /// The old version of an UPDATE's row, never its own near-duplicate.
+    pub old_tid: Option<pg_sys::ItemPointerData>,
+    /// With a scope, only rows of its value count.
+    pub scope: Option<&'a ScopeFilter<'a>>,
+    /// The flag column in `'flag'` mode, to read the near-duplicate's key as it stores it.
+    pub flag_attr: Option<&'a pg_sys::FormData_pg_attribute>,
+    /// The extension's schema (quoted), asked for only when a row is found.
+    pub ext_schema: &'a dyn Fn() -> String,
+    /// An INSERT that the statement-end check takes over when the method has one (SimHash).
+    pub checked_after: bool,
+}
+
+/// Takes the locks of the written row's value, then finds its nearest near-duplicate among the
+/// rows of the attached table (under a fresh snapshot, as the owner), with the key columns of the
+/// table it is in; None when there is none, or when the check is left to the statement's end.
+///
+/// # Safety
+/// In a trigger on `row.heap`, where `att` is attached.
+pub unsafe fn nearest(att: &Attachment, value: &Value, row: &WrittenRow) -> Option<(String, Nearest)> {
+    match (value, &att.method) {
+        (Value::SimHash(Some(fp)), Method::SimHash(sim)) => simhash::check::check_written(att, sim, *fp, row),
+        (Value::MinHash(Some(sig)), Method::MinHash(settings)) => {
+            minhash::check::most_similar(att, settings, sig, row)
+        }
+        _ => None,
+    }
+}

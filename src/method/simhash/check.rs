@@ -3,12 +3,15 @@
 
 use pgrx::prelude::*;
 
-use crate::attachment::Attachment;
+use crate::attachment::{Attachment, SimHashSettings};
 use crate::catalog::{attnum_of, relation_name, CatalogCache};
+use crate::check::locks::lock_parts;
 use crate::check::report::{describe_row, Measure, Nearest};
 use crate::check::row::Written;
-use crate::search::{fingerprint_attnum, search_table, TableSearch};
-use crate::setup::attnum;
+use crate::method::WrittenRow;
+
+use super::search::{fingerprint_attnum, search_table, TableSearch};
+use crate::check::row::attnum;
 
 thread_local! {
     /// The leaf partitions of a partitioned table with an attachment, per relcache generation.
@@ -117,3 +120,31 @@ pub unsafe fn find_nearest(
     found
 }
 
+/// SimHash's check of a written row with fingerprint `fp`: the locks of its parts on the attached
+/// table (writers to different partitions meet), then its nearest row within `max_distance`; an
+/// INSERT the statement-end check takes over (`crate::deferred`) is only locked here.
+///
+/// # Safety
+/// As [`crate::method::nearest`].
+pub unsafe fn check_written(
+    att: &Attachment,
+    sim: &SimHashSettings,
+    fp: u64,
+    row: &WrittenRow,
+) -> Option<(String, Nearest)> {
+    lock_parts(row.attached_table, fp, sim.max_distance as u32);
+    if row.checked_after {
+        return None;
+    }
+    let written = Written {
+        heap: row.heap,
+        attached_table: row.attached_table,
+        fp,
+        fp_attnum: row.value_attnum,
+        self_tid: row.old_tid.unwrap_or_default(),
+        scope: row.scope,
+        copy: None,
+    };
+    let (key_columns, nearest) = find_nearest(row.ext_schema, att, &written, row.flag_attr);
+    nearest.map(|n| (key_columns, n))
+}

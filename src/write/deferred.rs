@@ -31,8 +31,8 @@ use simhash_core::probe::ProbePlan;
 
 use crate::check::row::tid_key;
 use crate::errors::OrRaise;
-use crate::search::{search_table, BandIndexes, HeapFetch, TableSearch};
-use crate::setup::Setup;
+use crate::method::simhash::search::{search_table, BandIndexes, HeapFetch, TableSearch};
+use crate::write::setup::Setup;
 
 /// A row written by the current statement, waiting for its check.
 struct Pending {
@@ -223,7 +223,12 @@ unsafe fn check_from(start: usize) {
                 snapshot,
             );
             let nearest = nearest.expect("a row found has a key");
-            crate::check::report::raise_duplicate(att, &crate::catalog::relation_name(rel), &key_columns, &nearest);
+            crate::check::report::raise_duplicate(
+                att,
+                &crate::catalog::relation_name(rel),
+                &key_columns,
+                &nearest,
+            );
         }
         pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     }
@@ -248,7 +253,13 @@ unsafe fn first_duplicate(
         .collect();
     // Row j of the statement counts against row i only if written before it.
     let counts = |i: usize, tid: &pg_sys::ItemPointerData| order.get(&tid_key(tid)).is_none_or(|&j| j < i);
-    let indexes = BandIndexes::open(rel, att, sim.nbands, fp_attnum, pg_sys::NoLock as pg_sys::LOCKMODE);
+    let indexes = BandIndexes::open(
+        rel,
+        att,
+        sim.nbands,
+        fp_attnum,
+        pg_sys::NoLock as pg_sys::LOCKMODE,
+    );
     // In slices, to bound the memory of the probe lists; the first slice with a match has the row.
     let mut all_served = true;
     for (at, slice) in rows.chunks(MERGED_ROWS).enumerate() {

@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 
 use crate::attachment::{Attachment, Mode};
 use crate::catalog::{attnum_of, attribute, cstr_utf8, is_extension_function, relation_name, CatalogCache};
+use crate::check::row::attnum;
 use crate::errors::{raise, EncodedError};
 
 /// The error of a trigger function called other than as `simhash_attach()` set it up.
@@ -138,21 +139,6 @@ pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
             }
         })
     })
-}
-
-pub fn attnum(tupdesc: pg_sys::TupleDesc, name: &str, table: &str) -> i32 {
-    let Some(n) = attnum_of(tupdesc, name) else {
-        raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
-            message: format!("simhash_trigger: column \"{name}\" of table \"{table}\" does not exist"),
-            detail: None,
-            hint: Some(
-                "The table was attached with simhash_attach(); detach and attach it again after renaming columns."
-                    .into(),
-            ),
-        });
-    };
-    i32::from(n)
 }
 
 /// Checks that a column the trigger reads or writes still has the type the attach gave it: a

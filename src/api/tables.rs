@@ -7,7 +7,7 @@ use pgrx::prelude::*;
 // The SQL and PL/pgSQL of attach, detach, the catalog views and the DDL hooks, in install order:
 // each file requires the one before it, and the last is `simhash_tables`, which others require.
 extension_sql_file!(
-    "../sql/src/attachment.sql",
+    "../../sql/src/attachment.sql",
     name = "simhash_attachment_sql",
     requires = [
         "simhash_trigger",
@@ -22,7 +22,7 @@ extension_sql_file!(
     ]
 );
 extension_sql_file!(
-    "../sql/src/fill.sql",
+    "../../sql/src/fill.sql",
     name = "simhash_fill_sql",
     requires = [
         "simhash_attachment_sql",
@@ -34,22 +34,22 @@ extension_sql_file!(
     ]
 );
 extension_sql_file!(
-    "../sql/src/attach.sql",
+    "../../sql/src/attach.sql",
     name = "simhash_attach_sql",
     requires = ["simhash_fill_sql", simhash_band]
 );
 extension_sql_file!(
-    "../sql/src/registry.sql",
+    "../../sql/src/registry.sql",
     name = "simhash_registry_sql",
     requires = ["simhash_attach_sql", hamming]
 );
 extension_sql_file!(
-    "../sql/src/near_duplicates_sql.sql",
+    "../../sql/src/near_duplicates_sql.sql",
     name = "simhash_near_duplicates_sql",
     requires = ["simhash_registry_sql", simhash_band, hamming, simhash_probes]
 );
 extension_sql_file!(
-    "../sql/src/ddl.sql",
+    "../../sql/src/ddl.sql",
     name = "simhash_tables",
     requires = ["simhash_near_duplicates_sql"]
 );

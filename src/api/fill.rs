@@ -103,9 +103,15 @@ fn simhash_fill_value(
         Some(fp) => fp,
         None => {
             let doc = doc?;
-            crate::fingerprint::fingerprint(
+            crate::api::fingerprint::fingerprint(
                 &doc,
-                &crate::fingerprint::options(&tokenizer, shingle, &weighting, stopwords, &fold.to_utf8()),
+                &crate::api::fingerprint::options(
+                    &tokenizer,
+                    shingle,
+                    &weighting,
+                    stopwords,
+                    &fold.to_utf8(),
+                ),
             )
         }
     }

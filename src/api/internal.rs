@@ -304,9 +304,16 @@ mod simhash_internal {
         let k = crate::attachment::check_max_distance(max_distance) as i32;
         unsafe {
             let relid = crate::citus::local_shard(table_name.0, shard)?;
-            match crate::search::probe_shard(relid, &text_column.to_utf8(), fingerprint as u64, k) {
-                crate::search::ShardProbe::Searched(nearest) => Some(nearest.map_or(k + 1, |d| d as i32)),
-                crate::search::ShardProbe::Declined => None,
+            match crate::method::simhash::lookup::probe_shard(
+                relid,
+                &text_column.to_utf8(),
+                fingerprint as u64,
+                k,
+            ) {
+                crate::method::simhash::lookup::ShardProbe::Searched(nearest) => {
+                    Some(nearest.map_or(k + 1, |d| d as i32))
+                }
+                crate::method::simhash::lookup::ShardProbe::Declined => None,
             }
         }
     }

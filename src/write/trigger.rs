@@ -8,17 +8,17 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pgrx::prelude::*;
-use simhash_core::Chunking;
 
-use crate::attachment::{Method, Mode};
-use crate::catalog::{attribute, extension_schema, qualified_name_of, relation_name};
-use crate::check::locks::{lock_band_keys, lock_parts};
-use crate::check::report::{check_shard_scope, describe_row, raise_duplicate, Measure, Nearest};
+use crate::attachment::Mode;
+use crate::catalog::{attribute, qualified_name_of, relation_name};
+use crate::check::report::{check_shard_scope, raise_duplicate};
+use crate::check::row::attnum;
 use crate::check::row::{CopyCommand, ScopeFilter, Written};
+use crate::errors::{raise, EncodedError};
 use crate::method::simhash::check::find_nearest;
-use crate::errors::{raise, EncodedError, OrRaise};
-use crate::setup::{attnum, setup_of, trigger_error, Setup};
+use crate::method::{same_stored_bytes, Value, WrittenRow};
 use crate::text::Text;
+use crate::write::setup::{setup_of, trigger_error, Setup};
 
 /// Fingerprints the trigger has computed in this backend: tests use it to show one per row write.
 pub static FINGERPRINTS_COMPUTED: AtomicU64 = AtomicU64::new(0);
@@ -31,99 +31,10 @@ unsafe fn getattr(
     pgrx::heap_getattr_raw(tuple, std::num::NonZeroUsize::new(attnum as usize)?, tupdesc)
 }
 
-/// Whether two varlena datums hold the same bytes as stored (an unchanged toasted value keeps its
-/// toast pointer, so a 100 MB text left alone by an UPDATE is not read).
-unsafe fn same_stored_bytes(a: Option<pg_sys::Datum>, b: Option<pg_sys::Datum>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => {
-            let (pa, pb) = (
-                a.cast_mut_ptr::<pg_sys::varlena>(),
-                b.cast_mut_ptr::<pg_sys::varlena>(),
-            );
-            let (la, lb) = (pgrx::varsize_any(pa), pgrx::varsize_any(pb));
-            la == lb
-                && std::slice::from_raw_parts(pa as *const u8, la)
-                    == std::slice::from_raw_parts(pb as *const u8, lb)
-        }
-        _ => false,
-    }
-}
-
-/// Compares two bigint datums (the fingerprint column of the old and new row).
-fn same_bigint(a: Option<pg_sys::Datum>, b: Option<pg_sys::Datum>) -> bool {
-    a.map(|d| d.value() as i64) == b.map(|d| d.value() as i64)
-}
-
-/// The trigger data of a call of a trigger function (after arming the allocator for its work), or
-/// the error `not_a_trigger`.
-unsafe fn trigger_data<'a>(
-    fcinfo: pg_sys::FunctionCallInfo,
-    not_a_trigger: &'static str,
-) -> &'a pg_sys::TriggerData {
-    crate::errors::arm_allocator();
-    let context = (*fcinfo).context;
-    if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
-        trigger_error(not_a_trigger);
-    }
-    &*(context as *mut pg_sys::TriggerData)
-}
-
-crate::errors::c_function!(
-    /// `simhash_trigger()`: BEFORE INSERT OR UPDATE FOR EACH ROW, arguments written by
-    /// `simhash_attach()`. Its errors are reported in the server encoding (a key or a name may be
-    /// non-ASCII in LATIN1).
-    pg_finfo_simhash_trigger, simhash_trigger => trigger
-);
-
-/// What the trigger stores for a text: a SimHash fingerprint or a MinHash signature.
-enum Stored {
-    SimHash(Option<u64>),
-    MinHash(Option<simhash_core::minhash::Signature>),
-}
-
-impl Stored {
-    /// The column's value.
-    unsafe fn datum(&self) -> Option<pg_sys::Datum> {
-        match self {
-            Stored::SimHash(fp) => fp.map(|fp| pg_sys::Datum::from(fp as i64)),
-            Stored::MinHash(sig) => sig
-                .as_ref()
-                .map(|sig| pg_sys::Datum::from(pgrx::rust_byte_slice_to_bytea(&sig.encode()).into_pg())),
-        }
-    }
-
-    /// The values of the band columns the trigger keeps (`Setup::kept_bands`): the bands an
-    /// offline attach generates from the fingerprint, computed here from the same value.
-    fn band_values(&self, kept: &[(i32, i32)], method: &Method) -> Vec<(i32, Option<pg_sys::Datum>)> {
-        kept.iter()
-            .map(|&(band, column)| {
-                let value = match (self, method) {
-                    (Stored::SimHash(fp), Method::SimHash(s)) => {
-                        fp.map(|fp| pg_sys::Datum::from(simhash_core::band(fp, band, s.nbands).or_raise()))
-                    }
-                    (Stored::MinHash(sig), Method::MinHash(m)) => sig
-                        .as_ref()
-                        .and_then(|sig| crate::lsh::band_keys(sig, m).into_datum()),
-                    _ => unreachable!("a value is computed with its attachment's method"),
-                };
-                (column, value)
-            })
-            .collect()
-    }
-
-    /// A 64-bit token of the value, for the notes of row moves between partitions.
-    fn token(&self) -> Option<u64> {
-        match self {
-            Stored::SimHash(fp) => *fp,
-            Stored::MinHash(sig) => sig.as_ref().map(|s| simhash_core::hash::fnv1a64(&s.encode())),
-        }
-    }
-}
-
 /// One firing of `simhash_trigger()` on a row: the new row and, for an UPDATE, the old one.
 struct Firing<'a> {
-    fcinfo: pg_sys::FunctionCallInfo,
+    /// The extension's schema, quoted (asked for only when a near-duplicate is found).
+    ext_schema: &'a dyn Fn() -> String,
     td: &'a pg_sys::TriggerData,
     setup: Setup,
     tuple: pg_sys::HeapTuple,
@@ -162,25 +73,12 @@ impl Firing<'_> {
 
     /// The fingerprint (or signature) of the new row's text; None for a NULL text or one without
     /// tokens.
-    unsafe fn compute(&self) -> Stored {
+    unsafe fn compute(&self) -> Value {
         let text = getattr(self.tuple, self.setup.text_att, self.tupdesc()).map(|datum| {
             FINGERPRINTS_COMPUTED.fetch_add(1, Ordering::Relaxed);
             Text::from_raw_datum(datum)
         });
-        match &self.setup.att.method {
-            Method::MinHash(settings) => {
-                Stored::MinHash(text.and_then(|doc| crate::lsh::signature_of(&doc.to_utf8(), settings)))
-            }
-            Method::SimHash(sim) => Stored::SimHash(text.and_then(|doc| {
-                simhash_core::try_fingerprint_with(
-                    &doc.to_utf8(),
-                    &sim.options,
-                    Chunking::default(),
-                    &mut crate::errors::check_interrupts,
-                )
-                .or_raise()
-            })),
-        }
+        Value::of(&self.setup.att, text)
     }
 
     /// Whether the new row's text has fewer characters than the attachment's `min_length`: such a
@@ -220,8 +118,10 @@ impl Firing<'_> {
     }
 }
 
-unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    let td = trigger_data(fcinfo, "simhash_trigger() must be called as a trigger");
+///
+/// # Safety
+/// `td` must be the trigger data of a call of `simhash_trigger()`.
+pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) -> pg_sys::Datum {
     let event = td.tg_event;
     let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
     if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_BEFORE
@@ -236,7 +136,7 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         (td.tg_newtuple, Some(td.tg_trigtuple))
     };
     let firing = Firing {
-        fcinfo,
+        ext_schema,
         td,
         setup: setup_of(td),
         tuple,
@@ -251,13 +151,8 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         );
         let stored = getattr(tuple, fp_att, tupdesc);
         let before = getattr(old, fp_att, tupdesc);
-        if firing.setup.att.minhash().is_some() && same_stored_bytes(before, stored) {
-            let signature = stored.map(|d| simhash_core::hash::fnv1a64(crate::lsh::bytea_bytes(d)));
-            firing.note_update(signature);
-            return pg_sys::Datum::from(tuple);
-        }
-        if firing.setup.att.minhash().is_none() && same_bigint(before, stored) {
-            firing.note_update(stored.map(|d| d.value() as i64 as u64));
+        if let Some(token) = Value::unchanged(&firing.setup.att, before, stored) {
+            firing.note_update(token);
             return pg_sys::Datum::from(tuple);
         }
     }
@@ -271,7 +166,7 @@ unsafe fn trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // The INSERT half of a row moved to another partition is no new text.
     let moved =
         firing.is_partition() && old.is_none() && crate::partitions::is_row_move(&*td.tg_trigger, token);
-    if let (true, true, Stored::SimHash(fp)) = (
+    if let (true, true, Value::SimHash(fp)) = (
         checking && text_changed,
         firing.setup.registered_att.is_some(),
         &value,
@@ -343,7 +238,7 @@ enum Verdict {
 
 /// Checks a new or changed text with fingerprint or signature `value` for a near-duplicate, under
 /// the locks of its fingerprint or band keys; raises the error of `'error'` mode.
-unsafe fn check(firing: &Firing, value: &Stored) -> Verdict {
+unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
     let (setup, att, td) = (&firing.setup, &firing.setup.att, firing.td);
     let tupdesc = firing.tupdesc();
     let flag_att = (att.mode == Mode::Flag).then(|| {
@@ -364,36 +259,23 @@ unsafe fn check(firing: &Firing, value: &Stored) -> Verdict {
     });
     let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
     // A row whose scope value is NULL is in no scope: nobody's duplicate (as NULLs in a unique key).
-    let nearest = match (value, &scope) {
-        (_, Some(None)) | (Stored::SimHash(None), _) | (Stored::MinHash(None), _) => None,
-        (Stored::MinHash(Some(sig)), scope) => {
-            most_similar(firing, sig, scope.as_ref().and_then(Option::as_ref), flag_attr)
-        }
-        (Stored::SimHash(Some(fp)), scope) => {
-            let fp = *fp;
-            // The locks key on the attached table: writers to different partitions meet.
-            lock_parts(setup.attached_table, fp, att.simhash_only("the SimHash check").max_distance as u32);
-            let deferred = firing.old.is_none() && setup.checks_inserts_after();
-            if deferred {
+    let nearest = match &scope {
+        Some(None) => None,
+        scope => crate::method::nearest(
+            att,
+            value,
+            &WrittenRow {
+                heap: td.tg_relation,
+                attached_table: setup.attached_table,
+                value_attnum: setup.fp_att as i16,
+                old_tid: firing.old.map(|old| (*old).t_self),
+                scope: scope.as_ref().and_then(Option::as_ref),
+                flag_attr,
+                ext_schema: firing.ext_schema,
                 // simhash_check_trigger() checks the row once it is written (crate::deferred).
-                None
-            } else {
-                let row = Written {
-                    heap: td.tg_relation,
-                    attached_table: setup.attached_table,
-                    fp,
-                    fp_attnum: setup.fp_att as i16,
-                    self_tid: firing
-                        .old
-                        .map_or_else(pg_sys::ItemPointerData::default, |old| (*old).t_self),
-                    scope: scope.as_ref().and_then(Option::as_ref),
-                    copy: None,
-                };
-                let (key_columns, nearest) =
-                    find_nearest(|| extension_schema(firing.fcinfo), att, &row, flag_attr);
-                nearest.map(|n| (key_columns, n))
-            }
-        }
+                checked_after: firing.old.is_none() && setup.checks_inserts_after(),
+            },
+        ),
     };
     match (att.mode, nearest) {
         (Mode::Error, Some((key_columns, n))) => {
@@ -413,66 +295,12 @@ unsafe fn check(firing: &Firing, value: &Stored) -> Verdict {
     }
 }
 
-/// A MinHash attachment's check of signature `sig`: the locks of its band keys on the attached
-/// table, then, under a fresh snapshot (as [`find_nearest`] takes it, §8.4), the most similar row
-/// of the attached table that shares a band and reaches the threshold, with its key.
-unsafe fn most_similar(
-    firing: &Firing,
-    sig: &simhash_core::minhash::Signature,
-    scope: Option<&ScopeFilter>,
-    flag_attr: Option<&pg_sys::FormData_pg_attribute>,
-) -> Option<(String, Nearest)> {
-    let (setup, att) = (&firing.setup, &firing.setup.att);
-    let settings = att.minhash().expect("a MinHash attachment");
-    let keys = crate::lsh::band_keys(sig, settings);
-    lock_band_keys(setup.attached_table, &keys);
-    pg_sys::CommandCounterIncrement();
-    let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
-    let probe = crate::lsh::Probe {
-        relid: setup.attached_table,
-        att,
-        settings,
-        signature: sig,
-        keys: &keys,
-        threshold: settings.threshold,
-        scope,
-        exclude: firing
-            .old
-            .map(|old| ((*firing.td.tg_relation).rd_id, (*old).t_self)),
-        rows: false,
-    };
-    // As the owner, whatever the writer may SELECT: near-duplicates of rows it cannot see count too.
-    let best = crate::privileges::as_owner(setup.attached_table, true, || {
-        crate::lsh::matches(&probe, Some(snapshot))
-    })
-    .into_iter()
-    .next();
-    let found = best.and_then(|m| {
-        let (key_columns, nearest) = describe_row(
-            &extension_schema(firing.fcinfo),
-            att,
-            (m.table, setup.attached_table),
-            m.tid,
-            Measure::Similarity(m.similarity),
-            flag_attr,
-            snapshot,
-        );
-        nearest.map(|n| (key_columns, n))
-    });
-    pg_sys::UnregisterSnapshot(snapshot);
-    found
-}
-
-crate::errors::c_function!(
-    /// `simhash_check_trigger()`: AFTER INSERT FOR EACH ROW beside `simhash_trigger()` on a table
-    /// attached with `on_duplicate => 'error'`, which leaves it the duplicate check of INSERTs: the
-    /// row is checked with the other rows of its statement at the statement's end
-    /// (`crate::deferred`), or at once outside a statement's executor (COPY).
-    pg_finfo_simhash_check_trigger, simhash_check_trigger => check_trigger
-);
-
-unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    let td = trigger_data(fcinfo, "simhash_check_trigger() must be called as a trigger");
+/// `simhash_check_trigger()` on a written row: SimHash's check of an INSERT of `'error'` mode, noted
+/// for the statement's end, or made at once outside a statement's executor (COPY).
+///
+/// # Safety
+/// `td` must be the trigger data of a call of `simhash_check_trigger()`.
+pub unsafe fn on_inserted(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) -> pg_sys::Datum {
     let event = td.tg_event;
     if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_AFTER
         || event & pg_sys::TRIGGER_EVENT_ROW == 0
@@ -494,8 +322,8 @@ unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         return pg_sys::Datum::from(0);
     }
     let tid = (*tuple).t_self;
-    if crate::deferred::in_statement() {
-        crate::deferred::note(rel, &*td.tg_trigger, &setup, || extension_schema(fcinfo), fp, tid);
+    if crate::write::deferred::in_statement() {
+        crate::write::deferred::note(rel, &*td.tg_trigger, &setup, ext_schema, fp, tid);
     } else {
         let row = Written {
             heap: rel,
@@ -506,7 +334,7 @@ unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             scope: None,
             copy: Some(CopyCommand::of(tuple)),
         };
-        let (key_columns, nearest) = find_nearest(|| extension_schema(fcinfo), &setup.att, &row, None);
+        let (key_columns, nearest) = find_nearest(ext_schema, &setup.att, &row, None);
         if let Some(n) = nearest {
             raise_duplicate(&setup.att, &relation_name(rel), &key_columns, &n);
         }
@@ -514,5 +342,3 @@ unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     }
     pg_sys::Datum::from(0)
 }
-
-extension_sql_file!("../sql/src/trigger.sql", name = "simhash_trigger");

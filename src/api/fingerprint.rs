@@ -1,7 +1,7 @@
 //! `simhash()` and `simhash_features()` in SQL (docs/ARCHITECTURE.md §2).
 
 use pgrx::prelude::*;
-use simhash_core::{Chunking, Options};
+use simhash_core::Options;
 
 use crate::errors::OrRaise;
 use crate::text::{ServerText, Text};
@@ -25,21 +25,16 @@ pub(crate) fn options(
     .or_raise()
 }
 
+/// The fingerprint of `doc` as SQL's `bigint`.
 pub(crate) fn fingerprint(doc: &Text, options: &Options) -> Option<i64> {
-    simhash_core::try_fingerprint_with(
-        &doc.to_utf8(),
-        options,
-        Chunking::default(),
-        &mut crate::errors::check_interrupts,
-    )
-    .or_raise()
-    .map(|fp| fp as i64)
+    crate::method::simhash::fingerprint::with_options(&doc.to_utf8(), options).map(|fp| fp as i64)
 }
 
 type FeatureRows = TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))>;
 
 fn feature_rows(doc: &Text, options: &Options) -> FeatureRows {
-    let features = simhash_core::try_features(&doc.to_utf8(), options, &mut crate::errors::check_interrupts).or_raise();
+    let features =
+        simhash_core::try_features(&doc.to_utf8(), options, &mut crate::errors::check_interrupts).or_raise();
     // Feature strings are UTF-8: they go back into the server encoding as they are returned.
     TableIterator::new(
         features
@@ -127,7 +122,13 @@ fn simhash_explain(
     ),
 > {
     let options = options(&tokenizer, shingle, &weighting, stopwords, &fold.to_utf8());
-    let e = simhash_core::explain(&a.to_utf8(), &b.to_utf8(), &options, &mut crate::errors::check_interrupts).or_raise();
+    let e = simhash_core::explain(
+        &a.to_utf8(),
+        &b.to_utf8(),
+        &options,
+        &mut crate::errors::check_interrupts,
+    )
+    .or_raise();
     let mut rows = Vec::with_capacity(1 + e.bits.len() + e.features.len());
     rows.push((
         ServerText("distance".into()),

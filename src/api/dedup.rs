@@ -1,0 +1,113 @@
+//! `simhash_pairs()` and `simhash_clusters()` in SQL (docs/ARCHITECTURE.md §9), over
+//! `crate::dedup`.
+
+use pgrx::prelude::*;
+
+use crate::catalog::RegClass;
+use crate::text::ServerText;
+
+/// Every near-duplicate pair of an attached table within `max_distance` (default: the attached one),
+/// with the keys of both rows as text (`key_a` first in key order) and their distance; for a MinHash
+/// attachment, every pair that shares an LSH band with at least `threshold` (default: the attached
+/// one) estimated similarity, with the similarity.
+#[pg_extern(volatile, parallel_unsafe, name = "simhash_pairs")]
+fn pairs(
+    table_name: Option<RegClass>,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+    threshold: default!(Option<f64>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(key_a, ServerText),
+        name!(key_b, ServerText),
+        name!(distance, Option<i32>),
+        name!(similarity, Option<f64>),
+    ),
+> {
+    TableIterator::new(
+        crate::dedup::pairs(table_name, max_distance, text_column, threshold)
+            .map(|(a, b, d, s)| (ServerText(a), ServerText(b), d, s)),
+    )
+}
+
+/// Every row of an attached table with the representative of its cluster (the cluster's first row
+/// in key order) and the cluster's size; rows without a fingerprint are clusters of their own.
+/// The clusters are the connected components of `simhash_pairs()`'s pairs.
+#[pg_extern(volatile, parallel_unsafe, name = "simhash_clusters")]
+fn clusters(
+    table_name: Option<RegClass>,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+    threshold: default!(Option<f64>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(key, ServerText),
+        name!(representative, ServerText),
+        name!(cluster_size, i64),
+    ),
+> {
+    let (keys, representative) = crate::dedup::clusters(table_name, max_distance, text_column, threshold);
+    cluster_table(keys, representative)
+}
+
+/// Every row's key with its cluster's representative and size.
+fn cluster_table(
+    keys: Vec<String>,
+    representative: Vec<u32>,
+) -> TableIterator<
+    'static,
+    (
+        name!(key, ServerText),
+        name!(representative, ServerText),
+        name!(cluster_size, i64),
+    ),
+> {
+    let mut size = vec![0i64; keys.len()];
+    for &r in &representative {
+        size[r as usize] += 1;
+    }
+    TableIterator::new((0..keys.len()).map(move |i| {
+        let r = representative[i] as usize;
+        (ServerText(keys[i].clone()), ServerText(keys[r].clone()), size[r])
+    }))
+}
+
+// The declarations of 0.4.0 and older name these symbols, with three arguments (and for pairs three
+// columns): they serve that SQL between installing this library and `ALTER EXTENSION ... UPDATE`
+// (docs/ARCHITECTURE.md §12.1), when only SimHash attachments exist.
+
+/// The `simhash_pairs(regclass, int, text)` of 0.4.0 and older.
+#[pg_extern(stable, parallel_unsafe, sql = false)]
+fn simhash_pairs(
+    table_name: Option<RegClass>,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(key_a, ServerText),
+        name!(key_b, ServerText),
+        name!(distance, Option<i32>),
+    ),
+> {
+    TableIterator::new(pairs(table_name, max_distance, text_column, None).map(|(a, b, d, _)| (a, b, d)))
+}
+
+/// The `simhash_clusters(regclass, int, text)` of 0.4.0 and older.
+#[pg_extern(stable, parallel_unsafe, sql = false)]
+fn simhash_clusters(
+    table_name: Option<RegClass>,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(key, ServerText),
+        name!(representative, ServerText),
+        name!(cluster_size, i64),
+    ),
+> {
+    clusters(table_name, max_distance, text_column, None)
+}

@@ -1,0 +1,250 @@
+//! SimHash's lookups: the rows within `k` of a fingerprint, read through the band indexes
+//! (`super::search`), or through the query of `simhash_near_duplicates_sql()` where the executor
+//! must run it (a Citus table, row-level security); and the probe of one Citus shard.
+
+use pgrx::prelude::*;
+use simhash_core::probe::ProbePlan;
+
+use crate::attachment::{Attachment, RowKey, SimHashSettings};
+use crate::catalog::{qualified_name_of, relation_name};
+use crate::errors::{raise, EncodedError, OrRaise};
+use crate::method::{open_table, Found, Given, Lookup};
+
+use super::search::{fingerprint_attnum, search_table, TableSearch};
+
+/// The rows within `max_distance` (the attachment's when not given) of the fingerprint given or of
+/// the text's, nearest first.
+///
+/// # Safety
+/// As [`crate::method::near_duplicates`].
+pub unsafe fn near_duplicates(
+    lookup: &Lookup,
+    sim: &SimHashSettings,
+    on_row: &mut dyn FnMut(pg_sys::Datum, Found),
+) {
+    let (heap, att) = (lookup.heap, lookup.att);
+    let relid = (*heap).rd_id;
+    if matches!(lookup.given, Given::Signature(_)) || lookup.threshold.is_some() {
+        refuse_minhash_lookup(att, relid);
+    }
+    let k = lookup.max_distance.unwrap_or(sim.max_distance);
+    let query = match lookup.given {
+        Given::Fingerprint(fp) => fp,
+        Given::Text(doc) => doc.and_then(|doc| text_fingerprint(doc, sim)),
+        Given::Signature(_) => None,
+    };
+    let Some(query) = query else {
+        // Checks k (22023) even when there is no fingerprint to look up; plan_for checks it otherwise.
+        drop(ProbePlan::new(0, k, sim.nbands).or_raise());
+        return;
+    };
+    match crate::citus::distribution(relid) {
+        Some(dist) => {
+            refuse_unless_hash_distributed(heap, &dist);
+            sql_near_duplicates(lookup.ext_schema, heap, att, sim, query, k, on_row)
+        }
+        // The band indexes are read directly, where no policy applies: under row-level security
+        // the lookup runs as the query of simhash_near_duplicates_sql(), which the executor
+        // filters with the caller's policies.
+        None if crate::privileges::row_security_applies(relid) => {
+            sql_near_duplicates(lookup.ext_schema, heap, att, sim, query, k, on_row)
+        }
+        None => {
+            for (distance, item) in local_near_duplicates(heap, att, sim, query, k) {
+                on_row(item, Found::Distance(distance));
+            }
+        }
+    }
+}
+
+/// The fingerprint of the `text` datum `doc` with the attachment's options; None without features.
+unsafe fn text_fingerprint(doc: pg_sys::Datum, sim: &SimHashSettings) -> Option<u64> {
+    super::fingerprint::of(&crate::text::Text::from_raw_datum(doc).to_utf8(), sim)
+}
+
+/// The refusal of a MinHash lookup (a signature or a threshold) on a SimHash attachment.
+unsafe fn refuse_minhash_lookup(att: &Attachment, relid: pg_sys::Oid) -> ! {
+    raise(EncodedError {
+        code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        message: format!(
+            "column \"{}\" of {} is attached with method 'simhash': look it up by text or fingerprint, with max_distance",
+            att.text_column,
+            qualified_name_of(relid)
+        ),
+        detail: None,
+        hint: None,
+    })
+}
+
+/// The rows of `heap` (of each of its partitions) within `k` of `query`, as rows of `heap`'s type
+/// with their distances: nearest first, then partition by partition in physical order.
+unsafe fn local_near_duplicates(
+    heap: pg_sys::Relation,
+    att: &Attachment,
+    sim: &SimHashSettings,
+    query: u64,
+    k: i32,
+) -> Vec<(u32, pg_sys::Datum)> {
+    let snapshot = pg_sys::GetActiveSnapshot();
+    let mut found: Vec<(u32, usize, pg_sys::ItemPointerData, pg_sys::Datum)> = Vec::new();
+    let tupdesc = (*heap).rd_att;
+    // A partitioned table is searched partition by partition; a partition, on its own.
+    let tables = crate::partitions::leaf_tables(heap);
+    if tables.is_empty() {
+        ProbePlan::new(query, k, sim.nbands).or_raise();
+    }
+    for (order, &table) in tables.iter().enumerate() {
+        let open = crate::partitions::OpenTable::open(heap, table);
+        let rel = open.rel;
+        // A partition's rows, in the row type of the table asked about (its columns may be in
+        // another order); NULL when they already are.
+        let map = if rel == heap {
+            std::ptr::null_mut()
+        } else {
+            pg_sys::convert_tuples_by_name((*rel).rd_att, tupdesc)
+        };
+        let search = TableSearch {
+            rel,
+            att,
+            sim,
+            fp_attnum: fingerprint_attnum(rel, att),
+            query,
+            k,
+            snapshot,
+            exclude: None,
+            lockmode: pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+        };
+        search_table(&search, &mut |distance, slot| {
+            let mut should_free = false;
+            let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
+            let row = if map.is_null() {
+                tuple
+            } else {
+                pg_sys::execute_attr_map_tuple(tuple, map)
+            };
+            let item = pg_sys::heap_copy_tuple_as_datum(row, tupdesc);
+            if !map.is_null() {
+                pg_sys::heap_freetuple(row);
+            }
+            if should_free {
+                pg_sys::heap_freetuple(tuple);
+            }
+            found.push((distance, order, (*slot).tts_tid, item));
+        });
+        if !map.is_null() {
+            pg_sys::free_conversion_map(map);
+        }
+    }
+    found.sort_by_key(|(d, order, tid, _)| {
+        (
+            *d,
+            *order,
+            (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo),
+            tid.ip_posid,
+        )
+    });
+    found.into_iter().map(|(d, _, _, item)| (d, item)).collect()
+}
+
+/// What the registry check of a Citus table found in one shard (`simhash_internal.probe_shard`).
+pub enum ShardProbe {
+    /// The shard was searched: the distance of its nearest row within k, if any.
+    Searched(Option<u32>),
+    /// Not searched here (row-level security applies to the caller, or the column has a MinHash
+    /// attachment): the coordinator searches the shards with a query.
+    Declined,
+}
+
+/// Searches shard `relid` of a Citus table (its own attachment of `text_column`) for the row
+/// nearest to `query` within `k`, as a lookup on one node does, with the statement's snapshot and
+/// the caller's privileges.
+///
+/// # Safety
+/// Call where a query may run.
+pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: i32) -> ShardProbe {
+    let heap = open_table(relid);
+    crate::privileges::require(relid, pg_sys::ACL_SELECT);
+    if crate::privileges::row_security_applies(relid) {
+        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+        return ShardProbe::Declined;
+    }
+    let att = crate::attachment::find(heap, Some(text_column), crate::catalog::extension_namespace());
+    if att.minhash().is_some() {
+        // A registry is SimHash's alone (attach refuses MinHash): nothing to say about a signature.
+        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+        return ShardProbe::Declined;
+    }
+    let sim = att.simhash_only("a shard's probe");
+    // Four bands of many probe values each, in a transaction of its own: the leaf lists at once.
+    // Nearest first.
+    let nearest = crate::leafmap::eager(|| local_near_duplicates(heap, &att, sim, query, k))
+        .first()
+        .map(|(d, _)| *d);
+    pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+    ShardProbe::Searched(nearest)
+}
+
+/// Refuses a lookup of a Citus reference or local table (0A000).
+unsafe fn refuse_unless_hash_distributed(heap: pg_sys::Relation, dist: &crate::citus::Distribution) {
+    if !dist.hash_distributed() {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            message: format!(
+                "simhash_near_duplicates: \"{}\" is a Citus reference or local table",
+                relation_name(heap)
+            ),
+            detail: None,
+            hint: Some("simhash_attach() supports hash-distributed tables.".into()),
+        });
+    }
+}
+
+/// The near-duplicates of `query` found by the query of `simhash_near_duplicates_sql()`, run as the
+/// caller: for a Citus table, whose rows are on the shards (Citus runs it on every shard, where the
+/// band indexes serve the probes), and for a table under row-level security, whose policies the
+/// executor applies. Nearest first and then in key order.
+unsafe fn sql_near_duplicates(
+    schema: &str,
+    heap: pg_sys::Relation,
+    att: &Attachment,
+    sim: &SimHashSettings,
+    query: u64,
+    k: i32,
+    on_row: &mut dyn FnMut(pg_sys::Datum, Found),
+) {
+    ProbePlan::new(query, k, sim.nbands).or_raise();
+    let relid = (*heap).rd_id;
+    let (key, lookup) = crate::spi::connected(|| {
+        let key = RowKey::of(relid, false);
+        let lookup = crate::spi::one_utf8(
+            &format!(
+                // Every argument as its declared type, the default one too: a function of that name
+                // another role made in the extension's schema with a closer signature never runs.
+                "SELECT pg_catalog.convert_to({schema}.simhash_near_duplicates_sql($1::pg_catalog.regclass, \
+                 ({})::pg_catalog.int8, {k}::pg_catalog.int4, {}::pg_catalog.name, NULL::pg_catalog.text), 'UTF8')",
+                query as i64,
+                pgrx::spi::quote_literal(&att.text_column)
+            ),
+            &[crate::spi::Arg::Oid(relid)],
+        );
+        (key, lookup.unwrap_or_default())
+    });
+    // Ties in key order (a table without a key has no order among its shards).
+    let order: String = match key {
+        RowKey::Columns(columns) => columns.iter().map(|c| format!(", (x.item).{c}")).collect(),
+        RowKey::Ctid { .. } => String::new(),
+    };
+    let sql = format!("SELECT x.item, x.distance FROM ({lookup}) x ORDER BY x.distance{order}");
+    // The query names operators without their schema: it runs where nothing but pg_catalog's are found.
+    crate::privileges::with_safe_search_path(|| {
+        crate::spi::for_each_row(&sql, &[], "the lookup by query", &mut |row, desc| {
+            let (mut item_null, mut distance_null) = (false, false);
+            let item = pg_sys::SPI_getbinval(row, desc, 1, &mut item_null);
+            let distance = pg_sys::SPI_getbinval(row, desc, 2, &mut distance_null);
+            // Both are never NULL: a row and its Hamming distance.
+            if !item_null && !distance_null {
+                on_row(item, Found::Distance(distance.value() as i32 as u32));
+            }
+        })
+    });
+}
