@@ -15,7 +15,6 @@ mod errors;
 mod fill;
 mod fingerprint;
 mod internal;
-mod leafmap;
 mod lsh;
 mod minhash;
 mod online;
@@ -24,6 +23,7 @@ mod privileges;
 mod search;
 mod setup;
 mod spi;
+mod storage;
 mod tables;
 mod text;
 mod trigger;
@@ -42,7 +42,7 @@ pub extern "C-unwind" fn _PG_init() {
     // server's environment: no user-facing error may carry one. Panics still log theirs.
     std::env::set_var("RUST_LIB_BACKTRACE", "0");
     dedup::register_settings();
-    leafmap::register_settings();
+    storage::leafmap::register_settings();
     online::register_settings();
     deferred::register();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
