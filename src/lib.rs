@@ -11,12 +11,12 @@ mod citus;
 mod compat;
 mod dedup;
 mod errors;
-mod leafmap;
 mod method;
 mod online;
 mod partitions;
 mod privileges;
 mod spi;
+mod storage;
 mod text;
 mod write;
 
@@ -34,7 +34,7 @@ pub extern "C-unwind" fn _PG_init() {
     // server's environment: no user-facing error may carry one. Panics still log theirs.
     std::env::set_var("RUST_LIB_BACKTRACE", "0");
     dedup::register_settings();
-    leafmap::register_settings();
+    storage::leafmap::register_settings();
     online::register_settings();
     write::deferred::register();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {

@@ -226,7 +226,7 @@ mod tests {
 
     #[pg_test]
     fn leaf_lists_serve_probes_and_agree_with_index_scans() {
-        use crate::leafmap::SERVED;
+        use crate::storage::leafmap::SERVED;
         use std::sync::atomic::Ordering;
         let text = [
             include_str!("../tests/data/long_en.txt"),

@@ -5,8 +5,8 @@
 //! `simhash_check_trigger()` AFTER INSERT notes each written row: its fingerprint and TID. At the
 //! end of the statement (the `ExecutorFinish` hook, after the AFTER triggers have run) the rows of
 //! the statement are checked together: the probe values of all of them, band by band, go to the
-//! band indexes in one ascending pass (`leafmap::equal_entries`), so that a bulk `INSERT … SELECT`
-//! reads each leaf once for many rows instead of once per row and probe.
+//! band indexes in one ascending pass (`storage::leafmap::equal_entries`), so that a bulk
+//! `INSERT … SELECT` reads each leaf once for many rows instead of once per row and probe.
 //!
 //! The outcome is the per-row check's: the statement fails with the first row (in the order they
 //! were written) that has a near-duplicate among the rows that were there before it, whether
@@ -353,9 +353,9 @@ unsafe fn merged(
         values.dedup();
         entries.clear();
         // A backend reads an index's leaf list after its first probes: a second call reads it.
-        if !crate::leafmap::equal_entries(index, &values, usize::MAX, &mut entries) {
+        if !crate::storage::leafmap::equal_entries(index, &values, usize::MAX, &mut entries) {
             entries.clear();
-            if !crate::leafmap::equal_entries(index, &values, usize::MAX, &mut entries) {
+            if !crate::storage::leafmap::equal_entries(index, &values, usize::MAX, &mut entries) {
                 served = false;
                 break;
             }

@@ -177,7 +177,7 @@ pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: 
     let sim = att.simhash_only("a shard's probe");
     // Four bands of many probe values each, in a transaction of its own: the leaf lists at once.
     // Nearest first.
-    let nearest = crate::leafmap::eager(|| local_near_duplicates(heap, &att, sim, query, k))
+    let nearest = crate::storage::leafmap::eager(|| local_near_duplicates(heap, &att, sim, query, k))
         .first()
         .map(|(d, _)| *d);
     pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);

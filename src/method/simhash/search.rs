@@ -1,7 +1,7 @@
 //! Finding the rows of an attached table within distance k of a fingerprint, through its band
 //! indexes (issue 14). The probe plan (`simhash_core::probe`) says which values of which band to
 //! look up; each band index is read for those values through the backend's list of its leaf pages
-//! (`crate::leafmap`), or with an index scan per value (an equality scan key) where that list
+//! (`crate::storage::leafmap`), or with an index scan per value (an equality scan key) where that list
 //! cannot serve. The fingerprint is read from the index entry (the band indexes `INCLUDE` it), and
 //! only entries within k that are reached through their first band within radius go on to the
 //! heap, where the snapshot decides visibility. So a candidate that fails the check costs no heap
@@ -25,7 +25,7 @@ pub struct BandIndex {
 }
 
 impl BandIndex {
-    /// Whether the leaf lists of `crate::leafmap` can read it: the fingerprint is the included
+    /// Whether the leaf lists of `crate::storage::leafmap` can read it: the fingerprint is the included
     /// column right after the band (`leafmap` checks the rest of the layout itself).
     fn leaf_readable(&self) -> bool {
         self.fp_attno == Some(2)
@@ -252,7 +252,7 @@ unsafe fn count_entries(
 ) -> u64 {
     if band.leaf_readable() {
         let mut entries = Vec::new();
-        if crate::leafmap::equal_entries(band.index, &[value], cap as usize, &mut entries) {
+        if crate::storage::leafmap::equal_entries(band.index, &[value], cap as usize, &mut entries) {
             return entries.len() as u64;
         }
     }
@@ -350,7 +350,12 @@ pub unsafe fn search(
                 entries.clear();
                 // The probe values are ascending and distinct (`neighbours`).
                 if band.leaf_readable()
-                    && crate::leafmap::equal_entries(band.index, &probe.values, usize::MAX, &mut entries)
+                    && crate::storage::leafmap::equal_entries(
+                        band.index,
+                        &probe.values,
+                        usize::MAX,
+                        &mut entries,
+                    )
                 {
                     counts.probes += probe.values.len() as u64;
                     for &(fp, tid) in &entries {
