@@ -1,9 +1,12 @@
--- simhash_ext 0.8.0 -> 0.9.0 (docs/ARCHITECTURE.md §14): the online attach. simhash_attach_concurrently()
+-- simhash_ext 0.8.0 -> 0.9.0 (docs/ARCHITECTURE.md section 14): the online attach. simhash_attach_concurrently()
 -- and its steps (sql/src/online.sql, whole), the table and view of its progress; simhash_attachments()
 -- gains the column state ('attaching' until an online attach has finished); simhash_attach()'s checks
 -- move into simhash_internal.attach_checks(), which both attaches use; simhash_near_duplicates_sql()
 -- refuses a column still being attached; simhash_internal.prepare_partition() gives a partition attached to such a table its bands and constraint, and simhash_internal.rename_column() renames the constraint with the column. The rest (the trigger keeps plain band columns, lookups
--- refuse an unfinished attach) is in the library.
+-- refuse an unfinished attach) is in the library. simhash_attach(), simhash_detach(), online_begin(),
+-- prepare_partition() and rename_column() run their steps as functions of simhash_internal
+-- (attach_fingerprint_column, attach_bands, attach_indexes, detach_registry, online_resume,
+-- online_add_columns, prepare_partition_*, rename_column_*), each created before its caller.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.9.0'" to load this file. \quit
 
 ALTER TYPE simhash_attachment ADD ATTRIBUTE state text;
@@ -228,6 +231,7 @@ DECLARE
   d record;
   names record;
   arg_list text := (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a);
+  unsafe_triggers text;
 BEGIN
   -- The triggers of the attachment that trigger arguments args record, on table_name of relkind
   -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
@@ -236,6 +240,12 @@ BEGIN
   -- statement (src/deferred.rs).
   SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
+  IF dist_method IS NOT NULL THEN
+    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
+    -- this trigger reads nothing but its own shard.
+    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
   EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
                  names.trigger_name, table_name, arg_list);
   IF d.on_duplicate = 'error' AND kind = 'r' AND dist_method IS NULL AND d.scope_column IS NULL AND NOT d.registry
@@ -243,79 +253,66 @@ BEGIN
     EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
                    names.check_trigger_name, table_name, arg_list);
   END IF;
+  IF dist_method IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+  END IF;
 END
 $$;
 COMMENT ON FUNCTION simhash_internal.create_triggers(regclass, bytea, "char", "char") IS
   'Creates the triggers of an attachment (simhash_trigger(), and simhash_check_trigger() where it applies)';
 
 -- sql/src/attach.sql
-CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
-                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
-                               shingle int DEFAULT NULL, weighting text DEFAULT NULL,
-                               stopwords boolean DEFAULT NULL, fold text DEFAULT NULL, scope name DEFAULT NULL,
-                               registry boolean DEFAULT false, min_length int DEFAULT 0,
-                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL)
+CREATE FUNCTION simhash_internal.attach_fingerprint_column(att @extschema@.simhash_attachment, dist_method "char")
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  nbands int;
-  dist_method "char";
-  dist_column name;
-  unsafe_triggers text;
-  args bytea;
-  att @extschema@.simhash_attachment;
+  table_name regclass := att.table_name;
+  fp name := att.fingerprint_column;
   names record;
-  fp name;
-  kind "char";
-  key_type text;
-  bands text;
-  minhash boolean;
-  compute text;
-  checked record; build_memory text; -- one line: the errors of the checks keep their CONTEXT line numbers
 BEGIN
-  IF table_name IS NULL OR text_column IS NULL THEN
-    RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
-  END IF;
-  -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
-  -- check the method, max_distance or threshold, on_duplicate, the text options (NULL: the
-  -- method's default), min_length, and the length of the names derived from the column (42622).
-  -- The names, and the options with their defaults filled in, come from them.
-  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
-                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
-  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
-  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
-  fp := att.fingerprint_column;
-  minhash := att.method = 'minhash';
-
-  -- Everything that can refuse the attach, before anything changes.
-  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name, text_column, args);
-  kind := checked.kind;
-  dist_method := checked.dist_method;
-  dist_column := checked.dist_column;
-  key_type := checked.key_type;
-  -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
-  -- radius of the query's (generalized pigeonhole, src/search.rs).
-  nbands := cardinality(att.band_columns);
-
-  -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
-  -- the band columns are generated from it. On a partitioned table each statement below reaches
-  -- every partition: the columns are inherited, the indexes partitioned, the trigger cloned.
-  EXECUTE format('ALTER TABLE %s ADD COLUMN %I %s%s', table_name, fp, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END,
-                 CASE WHEN registry THEN format(', ADD COLUMN %I bigint', names.registered_column) ELSE '' END);
+  -- The first change of simhash_attach(): the fingerprint (or signature) column, and a registry's
+  -- column of the fingerprint it checked. On an ordinary table the rewrite of the next step fills
+  -- it (simhash_internal.attach_bands()); on a Citus table an UPDATE fills it here.
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, att.text_column);
+  EXECUTE format('ALTER TABLE %s ADD COLUMN %I %s%s', table_name, fp, CASE WHEN att.method = 'minhash' THEN 'bytea' ELSE 'bigint' END,
+                 CASE WHEN att.registry THEN format(', ADD COLUMN %I bigint', names.registered_column) ELSE '' END);
   IF dist_method IS NOT NULL THEN
     -- A Citus table: an UPDATE on every shard, then the band columns.
-    PERFORM simhash_internal.fill(table_name, text_column, fp, att.tokenizer, att.shingle, att.weighting, att.stopwords,
+    PERFORM simhash_internal.fill(table_name, att.text_column, fp, att.tokenizer, att.shingle, att.weighting, att.stopwords,
                                   att.fold, att.method);
   END IF;
-  IF registry THEN
+  IF att.registry THEN
     -- The rows already there count as registered (their near-duplicates stay). Before the band
     -- columns, whose rewrite of the table leaves out the row versions these UPDATEs left behind.
     PERFORM simhash_internal.execute_as_owner(table_name, format('UPDATE %s t SET %I = t.%I', table_name,
                                                                  names.registered_column, fp));
   END IF;
-  -- MinHash: one array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md §6.11).
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.attach_fingerprint_column(@extschema@.simhash_attachment, "char") IS
+  'Adds the fingerprint column of an attachment (filled on a Citus table) and a registry''s registered column';
+
+-- sql/src/attach.sql
+CREATE FUNCTION simhash_internal.attach_bands(att @extschema@.simhash_attachment, dist_method "char", key_type text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  table_name regclass := att.table_name;
+  text_column name := att.text_column;
+  fp name := att.fingerprint_column;
+  minhash boolean := att.method = 'minhash';
+  bands text;
+  compute text;
+BEGIN
+  -- The band columns of simhash_attach(), generated from the fingerprint, and the flag column (of
+  -- type key_type), added in one ALTER TABLE that on an ordinary table also writes every row's
+  -- fingerprint: the fingerprint is computed once per row, here for the rows already there, then by
+  -- the trigger.
+  -- MinHash: one array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md section 6.11).
   SELECT string_agg(format('ADD COLUMN %I %s GENERATED ALWAYS AS (%s) STORED', b.band_column,
                            CASE WHEN minhash THEN 'bigint[]' ELSE 'int' END, b.expression), ', ')
   INTO bands FROM simhash_internal.band_expressions(att) b;
@@ -343,15 +340,31 @@ BEGIN
   END IF;
   RAISE DEBUG 'simhash_attach: writing fingerprints and bands';
   IF dist_method IS NULL THEN
-    -- As the table's owner (docs/ARCHITECTURE.md §13.3): a generated column or constraint of the
+    -- As the table's owner (docs/ARCHITECTURE.md section 13.3): a generated column or constraint of the
     -- owner's that the rewrite evaluates never runs with the rights of whoever attaches the table.
     PERFORM simhash_internal.execute_as_owner(table_name, format('ALTER TABLE %s %s', table_name, bands));
   ELSE
     EXECUTE format('ALTER TABLE %s %s', table_name, bands);
   END IF;
   PERFORM simhash_internal.fill_reset();
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.attach_bands(@extschema@.simhash_attachment, "char", text) IS
+  'Adds the band and flag columns of an attachment, writing every row''s fingerprint and bands in one rewrite of the table';
+
+-- sql/src/attach.sql
+CREATE FUNCTION simhash_internal.attach_indexes(att @extschema@.simhash_attachment, dist_column name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  table_name regclass := att.table_name;
+  build_memory text;
+BEGIN
+  -- The band indexes of simhash_attach() (partitioned indexes on a partitioned table).
   RAISE DEBUG 'simhash_attach: building band indexes';
-  IF minhash THEN
+  IF att.method = 'minhash' THEN
     -- Candidates are the rows sharing a band key with the query (`&&`); the signature, read from
     -- the heap, decides. Without a pending list (fastupdate off) every write and lookup costs the
     -- same: with one, lookups read all of it until the next vacuum (bench/results/minhash_cost.md).
@@ -362,23 +375,69 @@ BEGIN
     EXECUTE format('CREATE INDEX ON %s USING gin (%I) WITH (fastupdate = off)', table_name, att.band_columns[1]);
     PERFORM set_config('maintenance_work_mem', build_memory, true) WHERE pg_size_bytes(build_memory) > pg_size_bytes('64MB');
   ELSE
-    FOR i IN 1 .. nbands LOOP
+    -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
+    -- radius of the query's (generalized pigeonhole, src/search.rs).
+    FOR i IN 1 .. cardinality(att.band_columns) LOOP
       -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
       -- A registry's check also reads the distribution column from them (sql/src/registry.sql).
-      EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I%s)', table_name, att.band_columns[i], fp,
-                     CASE WHEN registry THEN format(', %I', dist_column) ELSE '' END);
+      EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I%s)', table_name, att.band_columns[i], att.fingerprint_column,
+                     CASE WHEN att.registry THEN format(', %I', dist_column) ELSE '' END);
     END LOOP;
   END IF;
-  IF dist_method IS NOT NULL THEN
-    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
-    -- this trigger reads nothing but its own shard.
-    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
-    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.attach_indexes(@extschema@.simhash_attachment, name) IS
+  'Builds the band indexes of an attachment';
+
+-- sql/src/attach.sql
+CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
+                               shingle int DEFAULT NULL, weighting text DEFAULT NULL,
+                               stopwords boolean DEFAULT NULL, fold text DEFAULT NULL, scope name DEFAULT NULL,
+                               registry boolean DEFAULT false, min_length int DEFAULT 0,
+                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  args bytea;
+  names record;
+  att @extschema@.simhash_attachment;
+  checked record;
+BEGIN
+  -- An attach, in steps that are functions of schema simhash_internal:
+  --   attach_checks              everything that can refuse the attach, before anything changes;
+  --   attach_fingerprint_column  the fingerprint column (filled there on a Citus table);
+  --   attach_bands               the band and flag columns, in one rewrite of the table that writes
+  --                              every row's fingerprint and bands;
+  --   attach_indexes             the band indexes;
+  --   create_triggers            the triggers;
+  --   registry_view, registry_shards  with registry => true, the view that writes go through.
+  -- On a partitioned table each step reaches every partition: the columns are inherited, the
+  -- indexes partitioned, the trigger cloned.
+  IF table_name IS NULL OR text_column IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
   END IF;
-  PERFORM simhash_internal.create_triggers(table_name, args, kind, dist_method);
-  IF dist_method IS NOT NULL THEN
-    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
-  END IF;
+  -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
+  -- check the method, max_distance or threshold, on_duplicate, the text options (NULL: the
+  -- method's default), min_length, and the length of the names derived from the column (42622).
+  -- The names, and the options with their defaults filled in, come from them.
+  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
+
+  -- Everything that can refuse the attach, before anything changes. (Its errors, and those of the
+  -- lines above, keep the CONTEXT line numbers they had when this function did every step itself:
+  -- tests/pg_regress/expected/drop_column.out, minhash_attach.out.)
+  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name, text_column, args);
+  PERFORM simhash_internal.attach_fingerprint_column(att::@extschema@.simhash_attachment, checked.dist_method::"char");
+  PERFORM simhash_internal.attach_bands(att::@extschema@.simhash_attachment, checked.dist_method::"char",
+                                        checked.key_type::text);
+  PERFORM simhash_internal.attach_indexes(att::@extschema@.simhash_attachment, checked.dist_column::name);
+  PERFORM simhash_internal.create_triggers(table_name::regclass, args::bytea, checked.kind::"char",
+                                           checked.dist_method::"char");
   IF registry THEN
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
     -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
@@ -389,6 +448,102 @@ END
 $$;
 COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8) IS
   'Adds a fingerprint column (SimHash) or signature column (MinHash), indexed band columns and the simhash trigger to a table (and its partitions)';
+
+-- sql/src/attach.sql
+CREATE FUNCTION simhash_internal.detach_registry(att @extschema@.simhash_attachment)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  names record;
+  rel_schema name;
+  ddl_propagation text;
+  shards_table regclass;
+  derived regclass;
+  table_owner oid;
+BEGIN
+  -- What simhash_detach() removes of an attachment with registry => true: the view that writes go
+  -- through, named after the table and column, the registry tables of an attachment made before
+  -- 0.6.0 whose update left them, and the table of shards.
+  SELECT * INTO names FROM simhash_internal.object_names(att.table_name, att.text_column);
+  SELECT n.nspname INTO rel_schema
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
+  ddl_propagation := current_setting('citus.enable_ddl_propagation');
+  PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+  -- Each only when it is the attachment's, never by its name alone (docs/ARCHITECTURE.md section 13.5):
+  -- the view reads the table; the tables belong to the table's owner.
+  SELECT c.relowner INTO table_owner FROM pg_class c WHERE c.oid = att.table_name;
+  derived := to_regclass(format('%I.%I', rel_schema, names.checked_view));
+  IF derived IS NOT NULL AND EXISTS (
+       SELECT FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+       WHERE r.ev_class = derived AND d.refclassid = 'pg_class'::regclass AND d.refobjid = att.table_name) THEN
+    EXECUTE format('DROP VIEW %s', derived);
+  END IF;
+  PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+  FOREACH derived IN ARRAY ARRAY[to_regclass(format('%I.%I', rel_schema, names.lock_table)),
+                                 to_regclass(format('%I.%I', rel_schema, names.registry_table))] LOOP
+    CONTINUE WHEN derived IS NULL;
+    IF (SELECT c.relowner FROM pg_class c WHERE c.oid = derived) = table_owner THEN
+      EXECUTE format('DROP TABLE %s', derived);
+    ELSE
+      RAISE NOTICE 'simhash_detach: table % is left: its owner is not the owner of %', derived, att.table_name;
+    END IF;
+  END LOOP;
+  shards_table := to_regclass(format('%I.%I', rel_schema, names.shards_table));
+  IF obj_description(shards_table, 'pg_class') LIKE 'simhash_ext: one row per shard of %'
+     AND (SELECT c.relowner FROM pg_class c WHERE c.oid = shards_table) = table_owner THEN
+    EXECUTE format('DROP TABLE %s', shards_table);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.detach_registry(@extschema@.simhash_attachment) IS
+  'Drops the view, the table of shards and any older registry tables of an attachment with registry => true, when they are its own';
+
+-- sql/src/attach.sql
+CREATE OR REPLACE FUNCTION simhash_detach(table_name regclass, text_column name DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  names record;
+  dropped text;
+BEGIN
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
+                                        AND t.tgparentid <> 0) THEN
+    RAISE EXCEPTION 'simhash_detach: "%" is a partition of attached table "%"', table_name, pg_partition_root(table_name)
+      USING ERRCODE = '42809', HINT = format('Detach %s: that removes everything from its partitions too.',
+                                             pg_partition_root(table_name));
+  END IF;
+  SELECT * INTO names FROM simhash_internal.object_names(att.table_name, att.text_column);
+  IF (SELECT d.method FROM simhash_internal.distribution(att.table_name) d) IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
+  IF att.registry THEN
+    PERFORM simhash_internal.detach_registry(att::@extschema@.simhash_attachment);
+  END IF;
+  -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
+  EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = names.check_trigger_name) THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', names.check_trigger_name, att.table_name);
+  END IF;
+  -- Whatever is left of the columns the attach added: one of them may have been dropped by hand
+  -- (while the event trigger was disabled, or before 0.4.0 refused it).
+  SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attname = att.fingerprint_column, a.attnum)
+  INTO dropped
+  FROM pg_attribute a
+  WHERE a.attrelid = att.table_name AND a.attnum > 0 AND NOT a.attisdropped
+    AND a.attname = ANY (att.fingerprint_column || att.band_columns || att.flag_column
+                         || CASE WHEN att.registry THEN names.registered_column::name END);
+  IF dropped IS NOT NULL THEN
+    EXECUTE format('ALTER TABLE %s %s', att.table_name, dropped);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_detach(regclass, name) IS
+  'Removes the trigger, fingerprint, band and flag columns (and so the band indexes) that simhash_attach() added';
 
 -- sql/src/near_duplicates_sql.sql
 CREATE OR REPLACE FUNCTION simhash_near_duplicates_sql(table_name regclass, fingerprint bigint,
@@ -424,7 +579,7 @@ BEGIN
   END IF;
   -- Every fingerprint in the SQL below is cast to bigint: hamming() of another role's in the
   -- extension's schema with a closer signature (hamming(bigint, int) for a small literal) is never
-  -- chosen (docs/ARCHITECTURE.md §13.2). Checks k as lookups do (22023), even when there is no
+  -- chosen (docs/ARCHITECTURE.md section 13.2). Checks k as lookups do (22023), even when there is no
   -- fingerprint to look up.
   PERFORM @extschema@.simhash_probes(0::bigint, k, nbands);
   IF fingerprint IS NULL THEN
@@ -472,6 +627,85 @@ COMMENT ON FUNCTION simhash_near_duplicates_sql(regclass, bigint, int, name, tex
   'The probe plan of simhash_near_duplicates() for a fingerprint, as an SQL query (for EXPLAIN), with an optional condition on the rows';
 
 -- sql/src/ddl.sql
+CREATE FUNCTION simhash_internal.prepare_partition_columns(parent regclass, partition regclass,
+                                                           att @extschema@.simhash_attachment)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  fp_type regtype;
+  fp_wanted regtype;
+  added text[];
+  b name;
+BEGIN
+  -- The columns of attachment att that a table about to become a partition of parent lacks
+  -- (simhash_internal.prepare_partition()).
+  SELECT a.atttypid::regtype INTO fp_type FROM pg_attribute a
+  WHERE a.attrelid = partition AND a.attname = att.fingerprint_column AND a.attnum > 0 AND NOT a.attisdropped;
+  -- A signature (MinHash) or a fingerprint (SimHash).
+  fp_wanted := CASE att.method WHEN 'minhash' THEN 'bytea' ELSE 'bigint' END;
+  IF fp_type IS NOT NULL AND fp_type <> fp_wanted THEN
+    RAISE EXCEPTION 'cannot attach "%" as a partition of "%": its column "%" has type %, not %',
+      partition, parent, att.fingerprint_column, fp_type, fp_wanted
+      USING ERRCODE = '42804', HINT = format('Rename or drop column %I of %s first.', att.fingerprint_column, partition);
+  END IF;
+  -- The columns the partition lacks, as the partitioned table has them (the same generation
+  -- expressions, or PostgreSQL refuses the partition).
+  added := '{}';
+  IF fp_type IS NULL THEN
+    added := added || format('ADD COLUMN %I %s', att.fingerprint_column, fp_wanted);
+  END IF;
+  FOREACH b IN ARRAY att.band_columns || att.flag_column LOOP
+    CONTINUE WHEN b IS NULL OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = partition AND a.attname = b
+                                                                    AND a.attnum > 0 AND NOT a.attisdropped);
+    SELECT added || format('ADD COLUMN %I %s%s', b, format_type(a.atttypid, a.atttypmod),
+                           CASE WHEN a.attgenerated = 's'
+                                THEN format(' GENERATED ALWAYS AS (%s) STORED', pg_get_expr(d.adbin, d.adrelid)) ELSE '' END)
+    INTO added
+    FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+    WHERE a.attrelid = parent AND a.attname = b AND a.attnum > 0 AND NOT a.attisdropped;
+  END LOOP;
+  IF cardinality(added) > 0 THEN
+    EXECUTE format('ALTER TABLE %s %s', partition, array_to_string(added, ', '));
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.prepare_partition_columns(regclass, regclass, @extschema@.simhash_attachment) IS
+  'Adds to a table about to become a partition of an attached table the columns of the attachment it lacks';
+
+-- sql/src/ddl.sql
+CREATE FUNCTION simhash_internal.prepare_partition_bands(parent regclass, partition regclass,
+                                                         att @extschema@.simhash_attachment)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  bands_constraint oid;
+BEGIN
+  -- Attached online, the partitioned table keeps its bands in plain columns tied to the fingerprint
+  -- by a constraint (sql/src/online.sql), which PostgreSQL wants the partition to have too.
+  SELECT k.oid INTO bands_constraint FROM pg_constraint k
+  WHERE k.conrelid = parent AND k.conname = att.trigger_name || '$bands';
+  IF bands_constraint IS NOT NULL THEN
+    PERFORM simhash_internal.execute_as_owner(partition, format('UPDATE ONLY %s SET %s', partition,
+      (SELECT string_agg(format('%I = %s', b.band_column, b.expression), ', ')
+       FROM simhash_internal.band_expressions(att) b)));
+    IF NOT EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = partition AND k.conname = att.trigger_name || '$bands') THEN
+      -- As the partition's owner: adding it evaluates the constraint for every row, and its definition
+      -- is the partitioned table's owner's to change.
+      PERFORM simhash_internal.execute_as_owner(partition, format('ALTER TABLE %s ADD CONSTRAINT %I %s', partition,
+                                                                  att.trigger_name || '$bands',
+                                                                  pg_get_constraintdef(bands_constraint)));
+    END IF;
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.prepare_partition_bands(regclass, regclass, @extschema@.simhash_attachment) IS
+  'Gives a table about to become a partition of a table attached online its bands and bands constraint';
+
+-- sql/src/ddl.sql
 CREATE OR REPLACE FUNCTION simhash_internal.prepare_partition(parent regclass, partition regclass)
 RETURNS void
 LANGUAGE plpgsql
@@ -480,11 +714,6 @@ AS $$
 DECLARE
   att @extschema@.simhash_attachment;
   kind "char";
-  fp_type regtype;
-  fp_wanted regtype;
-  added text[];
-  b name;
-  bands_constraint oid;
 BEGIN
   SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = partition;
   FOR att IN SELECT s.* FROM pg_trigger t CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
@@ -505,59 +734,108 @@ BEGIN
               HINT = format('If column %I of %s is attached on its own, detach it first with simhash_detach(%L).',
                             att.text_column, partition, partition::text);
     END IF;
-    SELECT a.atttypid::regtype INTO fp_type FROM pg_attribute a
-    WHERE a.attrelid = partition AND a.attname = att.fingerprint_column AND a.attnum > 0 AND NOT a.attisdropped;
-    -- A signature (MinHash) or a fingerprint (SimHash).
-    fp_wanted := CASE att.method WHEN 'minhash' THEN 'bytea' ELSE 'bigint' END;
-    IF fp_type IS NOT NULL AND fp_type <> fp_wanted THEN
-      RAISE EXCEPTION 'cannot attach "%" as a partition of "%": its column "%" has type %, not %',
-        partition, parent, att.fingerprint_column, fp_type, fp_wanted
-        USING ERRCODE = '42804', HINT = format('Rename or drop column %I of %s first.', att.fingerprint_column, partition);
-    END IF;
-    -- The columns the partition lacks, as the partitioned table has them (the same generation
-    -- expressions, or PostgreSQL refuses the partition).
-    added := '{}';
-    IF fp_type IS NULL THEN
-      added := added || format('ADD COLUMN %I %s', att.fingerprint_column, fp_wanted);
-    END IF;
-    FOREACH b IN ARRAY att.band_columns || att.flag_column LOOP
-      CONTINUE WHEN b IS NULL OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = partition AND a.attname = b
-                                                                      AND a.attnum > 0 AND NOT a.attisdropped);
-      SELECT added || format('ADD COLUMN %I %s%s', b, format_type(a.atttypid, a.atttypmod),
-                             CASE WHEN a.attgenerated = 's'
-                                  THEN format(' GENERATED ALWAYS AS (%s) STORED', pg_get_expr(d.adbin, d.adrelid)) ELSE '' END)
-      INTO added
-      FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-      WHERE a.attrelid = parent AND a.attname = b AND a.attnum > 0 AND NOT a.attisdropped;
-    END LOOP;
-    IF cardinality(added) > 0 THEN
-      EXECUTE format('ALTER TABLE %s %s', partition, array_to_string(added, ', '));
-    END IF;
+    PERFORM simhash_internal.prepare_partition_columns(parent::regclass, partition::regclass,
+                                                       att::@extschema@.simhash_attachment);
     -- Its rows get the fingerprints the trigger would have given them (rows written while it was
     -- not a partition included).
     PERFORM simhash_internal.fill(partition, att.text_column, att.fingerprint_column, att.tokenizer, att.shingle,
                                   att.weighting, att.stopwords, att.fold, att.method);
-    -- Attached online, the partitioned table keeps its bands in plain columns tied to the fingerprint
-    -- by a constraint (sql/src/online.sql), which PostgreSQL wants the partition to have too.
-    SELECT k.oid INTO bands_constraint FROM pg_constraint k
-    WHERE k.conrelid = parent AND k.conname = att.trigger_name || '$bands';
-    IF bands_constraint IS NOT NULL THEN
-      PERFORM simhash_internal.execute_as_owner(partition, format('UPDATE ONLY %s SET %s', partition,
-        (SELECT string_agg(format('%I = %s', b.band_column, b.expression), ', ')
-         FROM simhash_internal.band_expressions(att) b)));
-      IF NOT EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = partition AND k.conname = att.trigger_name || '$bands') THEN
-        -- As the partition's owner: adding it evaluates the constraint for every row, and its definition
-        -- is the partitioned table's owner's to change.
-        PERFORM simhash_internal.execute_as_owner(partition, format('ALTER TABLE %s ADD CONSTRAINT %I %s', partition,
-                                                                    att.trigger_name || '$bands',
-                                                                    pg_get_constraintdef(bands_constraint)));
-      END IF;
-    END IF;
+    PERFORM simhash_internal.prepare_partition_bands(parent::regclass, partition::regclass,
+                                                     att::@extschema@.simhash_attachment);
   END LOOP;
 END
 $$;
 COMMENT ON FUNCTION simhash_internal.prepare_partition(regclass, regclass) IS
   'Gives a table about to become a partition of an attached table the columns and fingerprints it needs';
+
+-- sql/src/ddl.sql
+CREATE FUNCTION simhash_internal.rename_column_check(table_name regclass, old_name name, new_name name,
+                                                     renamed name[], args text[])
+RETURNS text[]
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  wanted text[];
+  new_names record;
+  taken name;
+BEGIN
+  -- The new names of the columns renamed (those added for column old_name), derived from the
+  -- trigger arguments args that name the new text column, once none of them, nor the new
+  -- trigger's name, is taken (simhash_internal.rename_column()).
+  SELECT array_remove(ARRAY[d.fingerprint_column] || d.band_columns || d.flag_column, NULL) INTO wanted
+  FROM simhash_internal.decode_attachment(
+         (SELECT string_agg(convert_to(a, getdatabaseencoding()) || '\x00'::bytea, ''::bytea ORDER BY n)
+          FROM unnest(args) WITH ORDINALITY u(a, n))) d;
+  SELECT * INTO new_names FROM simhash_internal.object_names(table_name, new_name);
+  IF EXISTS (SELECT FROM unnest(wanted) w WHERE octet_length(w) > 63) THEN
+    RAISE EXCEPTION 'cannot rename attached column "%" to "%": the name is too long to derive column names from',
+      old_name, new_name USING ERRCODE = '42622';
+  END IF;
+  SELECT a.attname INTO taken FROM pg_attribute a
+  WHERE a.attrelid = table_name AND a.attname = ANY (wanted) AND a.attnum > 0 AND NOT a.attisdropped
+  ORDER BY a.attnum LIMIT 1;
+  IF taken IS NOT NULL THEN
+    RAISE EXCEPTION 'cannot rename attached column "%" to "%": column "%" of relation "%" already exists',
+      old_name, new_name, taken, table_name
+      USING ERRCODE = '42701',
+            HINT = format('The columns %s follow column %I; rename or drop column %I first, or pick another name.',
+                          array_to_string(renamed, ', '), old_name, taken);
+  END IF;
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = new_names.trigger_name) THEN
+    RAISE EXCEPTION 'cannot rename attached column "%" to "%": trigger "%" for relation "%" already exists',
+      old_name, new_name, new_names.trigger_name, table_name
+      USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
+  END IF;
+  RETURN wanted;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.rename_column_check(regclass, name, name, name[], text[]) IS
+  'The new names of the columns that follow a renamed attached column; refuses the rename when they or its trigger''s are too long or taken';
+
+-- sql/src/ddl.sql
+CREATE FUNCTION simhash_internal.rename_column_triggers(table_name regclass, trigger_name name, old_name name,
+                                                        new_name name, args text[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  old_names record;
+  new_names record;
+  enabled "char";
+BEGIN
+  -- The trigger's arguments name the text column: trigger trigger_name is made again with the new
+  -- name (simhash_internal.rename_column()), enabled or disabled as it was, and so is the check trigger.
+  SELECT * INTO old_names FROM simhash_internal.object_names(table_name, old_name);
+  SELECT * INTO new_names FROM simhash_internal.object_names(table_name, new_name);
+  SELECT t.tgenabled INTO enabled FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = rename_column_triggers.trigger_name;
+  EXECUTE format('DROP TRIGGER %I ON %s', trigger_name, table_name);
+  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                 new_names.trigger_name, table_name, (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
+  IF enabled = 'D' THEN
+    EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.trigger_name);
+  END IF;
+  SELECT t.tgenabled INTO enabled FROM pg_trigger t
+  WHERE t.tgrelid = table_name AND t.tgname = old_names.check_trigger_name;
+  IF FOUND THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', old_names.check_trigger_name, table_name);
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                   new_names.check_trigger_name, table_name,
+                   (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
+    IF enabled = 'D' THEN
+      EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.check_trigger_name);
+    END IF;
+  END IF;
+  -- After an online attach, its bands constraint is named after the trigger (sql/src/online.sql).
+  IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = trigger_name || '$bands') THEN
+    EXECUTE format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', table_name, trigger_name || '$bands',
+                   new_names.trigger_name || '$bands');
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.rename_column_triggers(regclass, name, name, name, text[]) IS
+  'Remakes the triggers of an attached column being renamed with trigger arguments that name the new column, and renames its bands constraint';
 
 -- sql/src/ddl.sql
 CREATE OR REPLACE FUNCTION simhash_internal.rename_column(table_name regclass, old_name name, new_name name)
@@ -568,14 +846,9 @@ AS $$
 DECLARE
   att @extschema@.simhash_attachment;
   trig record;
-  enabled "char";
   renamed name[];
   args text[];
   wanted text[];
-  old_names record;
-  new_names record;
-  taken name;
-  i int;
 BEGIN
   FOR trig IN SELECT s AS att, t.tgparentid <> 0 AS clone, t.tgargs
               FROM pg_trigger t CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
@@ -599,58 +872,13 @@ BEGIN
     -- The same arguments with the new text column: the names derived from them are the new names.
     args := simhash_internal.trigger_args(trig.tgargs);
     args[1] := new_name;
-    SELECT array_remove(ARRAY[d.fingerprint_column] || d.band_columns || d.flag_column, NULL) INTO wanted
-    FROM simhash_internal.decode_attachment(
-           (SELECT string_agg(convert_to(a, getdatabaseencoding()) || '\x00'::bytea, ''::bytea ORDER BY n)
-            FROM unnest(args) WITH ORDINALITY u(a, n))) d;
-    SELECT * INTO old_names FROM simhash_internal.object_names(table_name, old_name);
-    SELECT * INTO new_names FROM simhash_internal.object_names(table_name, new_name);
-    IF EXISTS (SELECT FROM unnest(wanted) w WHERE octet_length(w) > 63) THEN
-      RAISE EXCEPTION 'cannot rename attached column "%" to "%": the name is too long to derive column names from',
-        old_name, new_name USING ERRCODE = '42622';
-    END IF;
-    SELECT a.attname INTO taken FROM pg_attribute a
-    WHERE a.attrelid = table_name AND a.attname = ANY (wanted) AND a.attnum > 0 AND NOT a.attisdropped
-    ORDER BY a.attnum LIMIT 1;
-    IF taken IS NOT NULL THEN
-      RAISE EXCEPTION 'cannot rename attached column "%" to "%": column "%" of relation "%" already exists',
-        old_name, new_name, taken, table_name
-        USING ERRCODE = '42701',
-              HINT = format('The columns %s follow column %I; rename or drop column %I first, or pick another name.',
-                            array_to_string(renamed, ', '), old_name, taken);
-    END IF;
-    IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = new_names.trigger_name) THEN
-      RAISE EXCEPTION 'cannot rename attached column "%" to "%": trigger "%" for relation "%" already exists',
-        old_name, new_name, new_names.trigger_name, table_name
-        USING ERRCODE = '42710', HINT = 'Rename or drop that trigger first.';
-    END IF;
+    wanted := simhash_internal.rename_column_check(table_name::regclass, old_name::name, new_name::name,
+                                                   renamed::name[], args::text[]);
     FOR i IN 1 .. cardinality(wanted) LOOP
       EXECUTE format('ALTER TABLE %s RENAME COLUMN %I TO %I', table_name, renamed[i], wanted[i]);
     END LOOP;
-    -- The trigger's arguments name the text column: it is made again with the new name.
-    SELECT t.tgenabled INTO enabled FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = att.trigger_name;
-    EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, table_name);
-    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
-                   new_names.trigger_name, table_name, (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
-    IF enabled = 'D' THEN
-      EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.trigger_name);
-    END IF;
-    SELECT t.tgenabled INTO enabled FROM pg_trigger t
-    WHERE t.tgrelid = table_name AND t.tgname = old_names.check_trigger_name;
-    IF FOUND THEN
-      EXECUTE format('DROP TRIGGER %I ON %s', old_names.check_trigger_name, table_name);
-      EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
-                     new_names.check_trigger_name, table_name,
-                     (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
-      IF enabled = 'D' THEN
-        EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.check_trigger_name);
-      END IF;
-    END IF;
-    -- After an online attach, its bands constraint is named after the trigger (sql/src/online.sql).
-    IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = att.trigger_name || '$bands') THEN
-      EXECUTE format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', table_name, att.trigger_name || '$bands',
-                     new_names.trigger_name || '$bands');
-    END IF;
+    PERFORM simhash_internal.rename_column_triggers(table_name::regclass, att.trigger_name::name, old_name::name,
+                                                    new_name::name, args::text[]);
   END LOOP;
 END
 $$;
@@ -659,41 +887,22 @@ COMMENT ON FUNCTION simhash_internal.rename_column(regclass, name, name) IS
 
 -- sql/src/online.sql
 -- simhash_attach_concurrently() (src/online.rs): the steps of an online attach that are SQL, and
--- the progress a DBA can watch. docs/ARCHITECTURE.md §14 is the design.
+-- the progress a DBA can watch. docs/ARCHITECTURE.md section 14 is the design.
 
-CREATE FUNCTION simhash_internal.online_begin(table_name regclass, text_column name, max_distance int, on_duplicate text,
-                                              tokenizer text, shingle int, weighting text, stopwords boolean,
-                                              fold text, scope name, registry boolean, min_length int,
-                                              method text, threshold float8, lock_timeout_ms int)
+CREATE FUNCTION simhash_internal.online_resume(table_name regclass, text_column name, args bytea)
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  args bytea;
-  names record;
-  att @extschema@.simhash_attachment;
   existing @extschema@.simhash_attachment;
-  checked record;
-  fp name;
-  minhash boolean;
-  constraint_name text;
-  columns text;
-  bands_check text;
 BEGIN
-  IF table_name IS NULL OR text_column IS NULL THEN
-    RAISE EXCEPTION 'simhash_attach_concurrently: table_name and text_column must not be NULL' USING ERRCODE = '22004';
-  END IF;
-  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
-                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
-  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
-  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
   -- An online attach of the column that has not finished (running elsewhere, cancelled, crashed)
-  -- is resumed when its settings are these.
+  -- is resumed when its settings are these: 'resumed'. NULL when there is none to resume or finish.
   SELECT s.* INTO existing FROM @extschema@.simhash_attachments() s
-  WHERE s.table_name = online_begin.table_name AND s.text_column = online_begin.text_column;
+  WHERE s.table_name = online_resume.table_name AND s.text_column = online_resume.text_column;
   -- A finished one too, while its bands constraint says it was made online: a call cancelled while
-  -- it waited for the last writers then gets that wait (and returns once they are done).
+  -- it waited for the last writers then gets that wait (and returns once they are done): 'finished'.
   IF FOUND AND existing.state = 'attached'
      AND EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = existing.trigger_name || '$bands')
      AND (SELECT t.tgargs FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = existing.trigger_name) = args THEN
@@ -709,41 +918,90 @@ BEGIN
     END IF;
     RETURN 'resumed';
   END IF;
-  -- Everything simhash_attach() refuses (an attachment already there included).
-  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name, text_column, args);
-  IF checked.dist_method IS NOT NULL THEN
-    RAISE EXCEPTION 'simhash_attach_concurrently: "%" is a Citus table', table_name
-      USING ERRCODE = '0A000', HINT = 'Attach it with simhash_attach(): Citus tables keep the offline attach.';
-  END IF;
-  constraint_name := att.trigger_name || '$bands';  -- Attachment::bands_constraint_name (src/attachment.rs)
-  IF octet_length(constraint_name) > 63 THEN
-    RAISE EXCEPTION 'simhash_attach_concurrently: column name "%" is too long for the name of constraint "%"',
-      text_column, constraint_name USING ERRCODE = '42622', HINT = 'Attach it with simhash_attach(), or rename the column.';
-  END IF;
-  fp := att.fingerprint_column;
-  minhash := att.method = 'minhash';
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.online_resume(regclass, name, bytea) IS
+  'Whether an online attach with these trigger arguments is to be resumed (''resumed'') or only waited for (''finished''); NULL when there is none';
+
+CREATE FUNCTION simhash_internal.online_add_columns(att @extschema@.simhash_attachment, args bytea, key_type text,
+                                                    kind "char", dist_method "char", lock_timeout_ms int)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  minhash boolean := att.method = 'minhash';
+  columns text;
+  bands_check text;
+BEGIN
   -- Plain columns, added without a rewrite: the trigger keeps the bands, and the constraint (NOT VALID
   -- until the attach has finished; enforced on every write from now on) ties them to the fingerprint
-  -- as generated columns would.
-  SELECT format('ADD COLUMN %I %s, ', fp, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END)
+  -- as generated columns would. 'begun', or 'locked' when the lock was not had in time.
+  SELECT format('ADD COLUMN %I %s, ', att.fingerprint_column, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END)
          || string_agg(format('ADD COLUMN %I %s', b.band_column, CASE WHEN minhash THEN 'bigint[]' ELSE 'int' END), ', '),
          string_agg(format('%I IS NOT DISTINCT FROM %s', b.band_column, b.expression), ' AND ')
   INTO columns, bands_check
   FROM simhash_internal.band_expressions(att) b;
   IF att.flag_column IS NOT NULL THEN
-    columns := columns || format(', ADD COLUMN %I %s', att.flag_column, checked.key_type);
+    columns := columns || format(', ADD COLUMN %I %s', att.flag_column, key_type);
   END IF;
   -- The one step that takes a lock the application's reads and writes wait for: bounded by
   -- lock_timeout, and tried again by the caller when it expires.
   PERFORM set_config('lock_timeout', lock_timeout_ms || 'ms', true);
   BEGIN
-    EXECUTE format('ALTER TABLE %s %s, ADD CONSTRAINT %I CHECK (%s) NOT VALID', table_name, columns, constraint_name,
-                   bands_check);
-    PERFORM simhash_internal.create_triggers(table_name, args, checked.kind, checked.dist_method);
+    EXECUTE format('ALTER TABLE %s %s, ADD CONSTRAINT %I CHECK (%s) NOT VALID', att.table_name, columns,
+                   att.trigger_name || '$bands', bands_check);
+    PERFORM simhash_internal.create_triggers(att.table_name::regclass, args::bytea, kind::"char", dist_method::"char");
   EXCEPTION WHEN lock_not_available THEN
     RETURN 'locked';
   END;
   RETURN 'begun';
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.online_add_columns(@extschema@.simhash_attachment, bytea, text, "char", "char", int) IS
+  'The columns, bands constraint (NOT VALID) and triggers of an online attach, under a lock_timeout: ''begun'', or ''locked'' when the lock was not had in time';
+
+CREATE FUNCTION simhash_internal.online_begin(table_name regclass, text_column name, max_distance int, on_duplicate text,
+                                              tokenizer text, shingle int, weighting text, stopwords boolean,
+                                              fold text, scope name, registry boolean, min_length int,
+                                              method text, threshold float8, lock_timeout_ms int)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  args bytea;
+  names record;
+  att @extschema@.simhash_attachment;
+  resume text;
+  checked record;
+BEGIN
+  IF table_name IS NULL OR text_column IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach_concurrently: table_name and text_column must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
+  -- An online attach of the column to resume, or to wait for.
+  resume := simhash_internal.online_resume(table_name::regclass, text_column::name, args::bytea);
+  IF resume IS NOT NULL THEN
+    RETURN resume;
+  END IF;
+  -- Everything simhash_attach() refuses (an attachment already there included).
+  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name::regclass, text_column::name, args::bytea);
+  IF checked.dist_method IS NOT NULL THEN
+    RAISE EXCEPTION 'simhash_attach_concurrently: "%" is a Citus table', table_name
+      USING ERRCODE = '0A000', HINT = 'Attach it with simhash_attach(): Citus tables keep the offline attach.';
+  END IF;
+  -- Attachment::bands_constraint_name (src/attachment.rs)
+  IF octet_length(att.trigger_name || '$bands') > 63 THEN
+    RAISE EXCEPTION 'simhash_attach_concurrently: column name "%" is too long for the name of constraint "%"',
+      text_column, att.trigger_name || '$bands' USING ERRCODE = '42622', HINT = 'Attach it with simhash_attach(), or rename the column.';
+  END IF;
+  RETURN simhash_internal.online_add_columns(att::@extschema@.simhash_attachment, args::bytea, checked.key_type::text,
+                                             checked.kind::"char", checked.dist_method::"char", lock_timeout_ms::int);
 END
 $$;
 COMMENT ON FUNCTION simhash_internal.online_begin(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8, int) IS
@@ -906,7 +1164,7 @@ DECLARE
 BEGIN
   -- The last step of an online attach: every row's bands agree with its fingerprint (a scan that takes
   -- SHARE UPDATE EXCLUSIVE, which no read or write waits for), and the trigger checks from its commit on.
-  -- As the table's owner in a security-restricted operation (docs/ARCHITECTURE.md §13.3): validating a
+  -- As the table's owner in a security-restricted operation (docs/ARCHITECTURE.md section 13.3): validating a
   -- CHECK constraint evaluates it for every row as the current user, and between the steps of the
   -- attach the owner could have put an expression of its own under that name.
   PERFORM simhash_internal.execute_as_owner(table_name, format('ALTER TABLE %s VALIDATE CONSTRAINT %I', table_name,

@@ -194,6 +194,7 @@ DECLARE
   d record;
   names record;
   arg_list text := (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a);
+  unsafe_triggers text;
 BEGIN
   -- The triggers of the attachment that trigger arguments args record, on table_name of relkind
   -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
@@ -202,6 +203,12 @@ BEGIN
   -- statement (src/deferred.rs).
   SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
+  IF dist_method IS NOT NULL THEN
+    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
+    -- this trigger reads nothing but its own shard.
+    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
   EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
                  names.trigger_name, table_name, arg_list);
   IF d.on_duplicate = 'error' AND kind = 'r' AND dist_method IS NULL AND d.scope_column IS NULL AND NOT d.registry
@@ -209,78 +216,64 @@ BEGIN
     EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
                    names.check_trigger_name, table_name, arg_list);
   END IF;
+  IF dist_method IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+  END IF;
 END
 $$;
 COMMENT ON FUNCTION simhash_internal.create_triggers(regclass, bytea, "char", "char") IS
   'Creates the triggers of an attachment (simhash_trigger(), and simhash_check_trigger() where it applies)';
 
-CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
-                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
-                               shingle int DEFAULT NULL, weighting text DEFAULT NULL,
-                               stopwords boolean DEFAULT NULL, fold text DEFAULT NULL, scope name DEFAULT NULL,
-                               registry boolean DEFAULT false, min_length int DEFAULT 0,
-                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL)
+CREATE FUNCTION simhash_internal.attach_fingerprint_column(att @extschema@.simhash_attachment, dist_method "char")
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  nbands int;
-  dist_method "char";
-  dist_column name;
-  unsafe_triggers text;
-  args bytea;
-  att @extschema@.simhash_attachment;
+  table_name regclass := att.table_name;
+  fp name := att.fingerprint_column;
   names record;
-  fp name;
-  kind "char";
-  key_type text;
-  bands text;
-  minhash boolean;
-  compute text;
-  checked record; build_memory text; -- one line: the errors of the checks keep their CONTEXT line numbers
 BEGIN
-  IF table_name IS NULL OR text_column IS NULL THEN
-    RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
-  END IF;
-  -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
-  -- check the method, max_distance or threshold, on_duplicate, the text options (NULL: the
-  -- method's default), min_length, and the length of the names derived from the column (42622).
-  -- The names, and the options with their defaults filled in, come from them.
-  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
-                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
-  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
-  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
-  fp := att.fingerprint_column;
-  minhash := att.method = 'minhash';
-
-  -- Everything that can refuse the attach, before anything changes.
-  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name, text_column, args);
-  kind := checked.kind;
-  dist_method := checked.dist_method;
-  dist_column := checked.dist_column;
-  key_type := checked.key_type;
-  -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
-  -- radius of the query's (generalized pigeonhole, src/search.rs).
-  nbands := cardinality(att.band_columns);
-
-  -- The fingerprint is computed once per row: here for the rows already there, then by the trigger;
-  -- the band columns are generated from it. On a partitioned table each statement below reaches
-  -- every partition: the columns are inherited, the indexes partitioned, the trigger cloned.
-  EXECUTE format('ALTER TABLE %s ADD COLUMN %I %s%s', table_name, fp, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END,
-                 CASE WHEN registry THEN format(', ADD COLUMN %I bigint', names.registered_column) ELSE '' END);
+  -- The first change of simhash_attach(): the fingerprint (or signature) column, and a registry's
+  -- column of the fingerprint it checked. On an ordinary table the rewrite of the next step fills
+  -- it (simhash_internal.attach_bands()); on a Citus table an UPDATE fills it here.
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, att.text_column);
+  EXECUTE format('ALTER TABLE %s ADD COLUMN %I %s%s', table_name, fp, CASE WHEN att.method = 'minhash' THEN 'bytea' ELSE 'bigint' END,
+                 CASE WHEN att.registry THEN format(', ADD COLUMN %I bigint', names.registered_column) ELSE '' END);
   IF dist_method IS NOT NULL THEN
     -- A Citus table: an UPDATE on every shard, then the band columns.
-    PERFORM simhash_internal.fill(table_name, text_column, fp, att.tokenizer, att.shingle, att.weighting, att.stopwords,
+    PERFORM simhash_internal.fill(table_name, att.text_column, fp, att.tokenizer, att.shingle, att.weighting, att.stopwords,
                                   att.fold, att.method);
   END IF;
-  IF registry THEN
+  IF att.registry THEN
     -- The rows already there count as registered (their near-duplicates stay). Before the band
     -- columns, whose rewrite of the table leaves out the row versions these UPDATEs left behind.
     PERFORM simhash_internal.execute_as_owner(table_name, format('UPDATE %s t SET %I = t.%I', table_name,
                                                                  names.registered_column, fp));
   END IF;
-  -- MinHash: one array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md §6.11).
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.attach_fingerprint_column(@extschema@.simhash_attachment, "char") IS
+  'Adds the fingerprint column of an attachment (filled on a Citus table) and a registry''s registered column';
+
+CREATE FUNCTION simhash_internal.attach_bands(att @extschema@.simhash_attachment, dist_method "char", key_type text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  table_name regclass := att.table_name;
+  text_column name := att.text_column;
+  fp name := att.fingerprint_column;
+  minhash boolean := att.method = 'minhash';
+  bands text;
+  compute text;
+BEGIN
+  -- The band columns of simhash_attach(), generated from the fingerprint, and the flag column (of
+  -- type key_type), added in one ALTER TABLE that on an ordinary table also writes every row's
+  -- fingerprint: the fingerprint is computed once per row, here for the rows already there, then by
+  -- the trigger.
+  -- MinHash: one array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md section 6.11).
   SELECT string_agg(format('ADD COLUMN %I %s GENERATED ALWAYS AS (%s) STORED', b.band_column,
                            CASE WHEN minhash THEN 'bigint[]' ELSE 'int' END, b.expression), ', ')
   INTO bands FROM simhash_internal.band_expressions(att) b;
@@ -308,15 +301,30 @@ BEGIN
   END IF;
   RAISE DEBUG 'simhash_attach: writing fingerprints and bands';
   IF dist_method IS NULL THEN
-    -- As the table's owner (docs/ARCHITECTURE.md §13.3): a generated column or constraint of the
+    -- As the table's owner (docs/ARCHITECTURE.md section 13.3): a generated column or constraint of the
     -- owner's that the rewrite evaluates never runs with the rights of whoever attaches the table.
     PERFORM simhash_internal.execute_as_owner(table_name, format('ALTER TABLE %s %s', table_name, bands));
   ELSE
     EXECUTE format('ALTER TABLE %s %s', table_name, bands);
   END IF;
   PERFORM simhash_internal.fill_reset();
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.attach_bands(@extschema@.simhash_attachment, "char", text) IS
+  'Adds the band and flag columns of an attachment, writing every row''s fingerprint and bands in one rewrite of the table';
+
+CREATE FUNCTION simhash_internal.attach_indexes(att @extschema@.simhash_attachment, dist_column name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  table_name regclass := att.table_name;
+  build_memory text;
+BEGIN
+  -- The band indexes of simhash_attach() (partitioned indexes on a partitioned table).
   RAISE DEBUG 'simhash_attach: building band indexes';
-  IF minhash THEN
+  IF att.method = 'minhash' THEN
     -- Candidates are the rows sharing a band key with the query (`&&`); the signature, read from
     -- the heap, decides. Without a pending list (fastupdate off) every write and lookup costs the
     -- same: with one, lookups read all of it until the next vacuum (bench/results/minhash_cost.md).
@@ -327,23 +335,68 @@ BEGIN
     EXECUTE format('CREATE INDEX ON %s USING gin (%I) WITH (fastupdate = off)', table_name, att.band_columns[1]);
     PERFORM set_config('maintenance_work_mem', build_memory, true) WHERE pg_size_bytes(build_memory) > pg_size_bytes('64MB');
   ELSE
-    FOR i IN 1 .. nbands LOOP
+    -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
+    -- radius of the query's (generalized pigeonhole, src/search.rs).
+    FOR i IN 1 .. cardinality(att.band_columns) LOOP
       -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
       -- A registry's check also reads the distribution column from them (sql/src/registry.sql).
-      EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I%s)', table_name, att.band_columns[i], fp,
-                     CASE WHEN registry THEN format(', %I', dist_column) ELSE '' END);
+      EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I%s)', table_name, att.band_columns[i], att.fingerprint_column,
+                     CASE WHEN att.registry THEN format(', %I', dist_column) ELSE '' END);
     END LOOP;
   END IF;
-  IF dist_method IS NOT NULL THEN
-    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
-    -- this trigger reads nothing but its own shard.
-    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
-    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.attach_indexes(@extschema@.simhash_attachment, name) IS
+  'Builds the band indexes of an attachment';
+
+CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
+                               shingle int DEFAULT NULL, weighting text DEFAULT NULL,
+                               stopwords boolean DEFAULT NULL, fold text DEFAULT NULL, scope name DEFAULT NULL,
+                               registry boolean DEFAULT false, min_length int DEFAULT 0,
+                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  args bytea;
+  names record;
+  att @extschema@.simhash_attachment;
+  checked record;
+BEGIN
+  -- An attach, in steps that are functions of schema simhash_internal:
+  --   attach_checks              everything that can refuse the attach, before anything changes;
+  --   attach_fingerprint_column  the fingerprint column (filled there on a Citus table);
+  --   attach_bands               the band and flag columns, in one rewrite of the table that writes
+  --                              every row's fingerprint and bands;
+  --   attach_indexes             the band indexes;
+  --   create_triggers            the triggers;
+  --   registry_view, registry_shards  with registry => true, the view that writes go through.
+  -- On a partitioned table each step reaches every partition: the columns are inherited, the
+  -- indexes partitioned, the trigger cloned.
+  IF table_name IS NULL OR text_column IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
   END IF;
-  PERFORM simhash_internal.create_triggers(table_name, args, kind, dist_method);
-  IF dist_method IS NOT NULL THEN
-    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
-  END IF;
+  -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
+  -- check the method, max_distance or threshold, on_duplicate, the text options (NULL: the
+  -- method's default), min_length, and the length of the names derived from the column (42622).
+  -- The names, and the options with their defaults filled in, come from them.
+  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
+
+  -- Everything that can refuse the attach, before anything changes. (Its errors, and those of the
+  -- lines above, keep the CONTEXT line numbers they had when this function did every step itself:
+  -- tests/pg_regress/expected/drop_column.out, minhash_attach.out.)
+  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name, text_column, args);
+  PERFORM simhash_internal.attach_fingerprint_column(att::@extschema@.simhash_attachment, checked.dist_method::"char");
+  PERFORM simhash_internal.attach_bands(att::@extschema@.simhash_attachment, checked.dist_method::"char",
+                                        checked.key_type::text);
+  PERFORM simhash_internal.attach_indexes(att::@extschema@.simhash_attachment, checked.dist_column::name);
+  PERFORM simhash_internal.create_triggers(table_name::regclass, args::bytea, checked.kind::"char",
+                                           checked.dist_method::"char");
   IF registry THEN
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
     -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
@@ -386,6 +439,56 @@ $$;
 COMMENT ON FUNCTION simhash_internal.find_attachment(regclass, name) IS
   'The attachment of a table (and column, when it has several), or an error';
 
+CREATE FUNCTION simhash_internal.detach_registry(att @extschema@.simhash_attachment)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  names record;
+  rel_schema name;
+  ddl_propagation text;
+  shards_table regclass;
+  derived regclass;
+  table_owner oid;
+BEGIN
+  -- What simhash_detach() removes of an attachment with registry => true: the view that writes go
+  -- through, named after the table and column, the registry tables of an attachment made before
+  -- 0.6.0 whose update left them, and the table of shards.
+  SELECT * INTO names FROM simhash_internal.object_names(att.table_name, att.text_column);
+  SELECT n.nspname INTO rel_schema
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
+  ddl_propagation := current_setting('citus.enable_ddl_propagation');
+  PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+  -- Each only when it is the attachment's, never by its name alone (docs/ARCHITECTURE.md section 13.5):
+  -- the view reads the table; the tables belong to the table's owner.
+  SELECT c.relowner INTO table_owner FROM pg_class c WHERE c.oid = att.table_name;
+  derived := to_regclass(format('%I.%I', rel_schema, names.checked_view));
+  IF derived IS NOT NULL AND EXISTS (
+       SELECT FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+       WHERE r.ev_class = derived AND d.refclassid = 'pg_class'::regclass AND d.refobjid = att.table_name) THEN
+    EXECUTE format('DROP VIEW %s', derived);
+  END IF;
+  PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+  FOREACH derived IN ARRAY ARRAY[to_regclass(format('%I.%I', rel_schema, names.lock_table)),
+                                 to_regclass(format('%I.%I', rel_schema, names.registry_table))] LOOP
+    CONTINUE WHEN derived IS NULL;
+    IF (SELECT c.relowner FROM pg_class c WHERE c.oid = derived) = table_owner THEN
+      EXECUTE format('DROP TABLE %s', derived);
+    ELSE
+      RAISE NOTICE 'simhash_detach: table % is left: its owner is not the owner of %', derived, att.table_name;
+    END IF;
+  END LOOP;
+  shards_table := to_regclass(format('%I.%I', rel_schema, names.shards_table));
+  IF obj_description(shards_table, 'pg_class') LIKE 'simhash_ext: one row per shard of %'
+     AND (SELECT c.relowner FROM pg_class c WHERE c.oid = shards_table) = table_owner THEN
+    EXECUTE format('DROP TABLE %s', shards_table);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.detach_registry(@extschema@.simhash_attachment) IS
+  'Drops the view, the table of shards and any older registry tables of an attachment with registry => true, when they are its own';
+
 CREATE FUNCTION simhash_detach(table_name regclass, text_column name DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
@@ -394,12 +497,7 @@ AS $$
 DECLARE
   att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
   names record;
-  rel_schema name;
-  ddl_propagation text;
   dropped text;
-  shards_table regclass;
-  derived regclass;
-  table_owner oid;
 BEGIN
   IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
                                         AND t.tgparentid <> 0) THEN
@@ -412,36 +510,7 @@ BEGIN
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
   END IF;
   IF att.registry THEN
-    -- The view that writes go through, named after the table and column, the registry tables
-    -- of an attachment made before 0.6.0 whose update left them, and the table of shards.
-    SELECT n.nspname INTO rel_schema
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
-    ddl_propagation := current_setting('citus.enable_ddl_propagation');
-    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-    -- Each only when it is the attachment's, never by its name alone (docs/ARCHITECTURE.md §13.5): the
-    -- view reads the table; the tables belong to the table's owner.
-    SELECT c.relowner INTO table_owner FROM pg_class c WHERE c.oid = att.table_name;
-    derived := to_regclass(format('%I.%I', rel_schema, names.checked_view));
-    IF derived IS NOT NULL AND EXISTS (
-         SELECT FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
-         WHERE r.ev_class = derived AND d.refclassid = 'pg_class'::regclass AND d.refobjid = att.table_name) THEN
-      EXECUTE format('DROP VIEW %s', derived);
-    END IF;
-    PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
-    FOREACH derived IN ARRAY ARRAY[to_regclass(format('%I.%I', rel_schema, names.lock_table)),
-                                   to_regclass(format('%I.%I', rel_schema, names.registry_table))] LOOP
-      CONTINUE WHEN derived IS NULL;
-      IF (SELECT c.relowner FROM pg_class c WHERE c.oid = derived) = table_owner THEN
-        EXECUTE format('DROP TABLE %s', derived);
-      ELSE
-        RAISE NOTICE 'simhash_detach: table % is left: its owner is not the owner of %', derived, att.table_name;
-      END IF;
-    END LOOP;
-    shards_table := to_regclass(format('%I.%I', rel_schema, names.shards_table));
-    IF obj_description(shards_table, 'pg_class') LIKE 'simhash_ext: one row per shard of %'
-       AND (SELECT c.relowner FROM pg_class c WHERE c.oid = shards_table) = table_owner THEN
-      EXECUTE format('DROP TABLE %s', shards_table);
-    END IF;
+    PERFORM simhash_internal.detach_registry(att::@extschema@.simhash_attachment);
   END IF;
   -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
   EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);

@@ -32,7 +32,7 @@ BEGIN
   END IF;
   -- Every fingerprint in the SQL below is cast to bigint: hamming() of another role's in the
   -- extension's schema with a closer signature (hamming(bigint, int) for a small literal) is never
-  -- chosen (docs/ARCHITECTURE.md §13.2). Checks k as lookups do (22023), even when there is no
+  -- chosen (docs/ARCHITECTURE.md section 13.2). Checks k as lookups do (22023), even when there is no
   -- fingerprint to look up.
   PERFORM @extschema@.simhash_probes(0::bigint, k, nbands);
   IF fingerprint IS NULL THEN

@@ -1,39 +1,20 @@
 -- simhash_attach_concurrently() (src/online.rs): the steps of an online attach that are SQL, and
--- the progress a DBA can watch. docs/ARCHITECTURE.md §14 is the design.
+-- the progress a DBA can watch. docs/ARCHITECTURE.md section 14 is the design.
 
-CREATE FUNCTION simhash_internal.online_begin(table_name regclass, text_column name, max_distance int, on_duplicate text,
-                                              tokenizer text, shingle int, weighting text, stopwords boolean,
-                                              fold text, scope name, registry boolean, min_length int,
-                                              method text, threshold float8, lock_timeout_ms int)
+CREATE FUNCTION simhash_internal.online_resume(table_name regclass, text_column name, args bytea)
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  args bytea;
-  names record;
-  att @extschema@.simhash_attachment;
   existing @extschema@.simhash_attachment;
-  checked record;
-  fp name;
-  minhash boolean;
-  constraint_name text;
-  columns text;
-  bands_check text;
 BEGIN
-  IF table_name IS NULL OR text_column IS NULL THEN
-    RAISE EXCEPTION 'simhash_attach_concurrently: table_name and text_column must not be NULL' USING ERRCODE = '22004';
-  END IF;
-  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
-                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
-  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
-  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
   -- An online attach of the column that has not finished (running elsewhere, cancelled, crashed)
-  -- is resumed when its settings are these.
+  -- is resumed when its settings are these: 'resumed'. NULL when there is none to resume or finish.
   SELECT s.* INTO existing FROM @extschema@.simhash_attachments() s
-  WHERE s.table_name = online_begin.table_name AND s.text_column = online_begin.text_column;
+  WHERE s.table_name = online_resume.table_name AND s.text_column = online_resume.text_column;
   -- A finished one too, while its bands constraint says it was made online: a call cancelled while
-  -- it waited for the last writers then gets that wait (and returns once they are done).
+  -- it waited for the last writers then gets that wait (and returns once they are done): 'finished'.
   IF FOUND AND existing.state = 'attached'
      AND EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = existing.trigger_name || '$bands')
      AND (SELECT t.tgargs FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = existing.trigger_name) = args THEN
@@ -49,41 +30,90 @@ BEGIN
     END IF;
     RETURN 'resumed';
   END IF;
-  -- Everything simhash_attach() refuses (an attachment already there included).
-  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name, text_column, args);
-  IF checked.dist_method IS NOT NULL THEN
-    RAISE EXCEPTION 'simhash_attach_concurrently: "%" is a Citus table', table_name
-      USING ERRCODE = '0A000', HINT = 'Attach it with simhash_attach(): Citus tables keep the offline attach.';
-  END IF;
-  constraint_name := att.trigger_name || '$bands';  -- Attachment::bands_constraint_name (src/attachment.rs)
-  IF octet_length(constraint_name) > 63 THEN
-    RAISE EXCEPTION 'simhash_attach_concurrently: column name "%" is too long for the name of constraint "%"',
-      text_column, constraint_name USING ERRCODE = '42622', HINT = 'Attach it with simhash_attach(), or rename the column.';
-  END IF;
-  fp := att.fingerprint_column;
-  minhash := att.method = 'minhash';
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.online_resume(regclass, name, bytea) IS
+  'Whether an online attach with these trigger arguments is to be resumed (''resumed'') or only waited for (''finished''); NULL when there is none';
+
+CREATE FUNCTION simhash_internal.online_add_columns(att @extschema@.simhash_attachment, args bytea, key_type text,
+                                                    kind "char", dist_method "char", lock_timeout_ms int)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  minhash boolean := att.method = 'minhash';
+  columns text;
+  bands_check text;
+BEGIN
   -- Plain columns, added without a rewrite: the trigger keeps the bands, and the constraint (NOT VALID
   -- until the attach has finished; enforced on every write from now on) ties them to the fingerprint
-  -- as generated columns would.
-  SELECT format('ADD COLUMN %I %s, ', fp, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END)
+  -- as generated columns would. 'begun', or 'locked' when the lock was not had in time.
+  SELECT format('ADD COLUMN %I %s, ', att.fingerprint_column, CASE WHEN minhash THEN 'bytea' ELSE 'bigint' END)
          || string_agg(format('ADD COLUMN %I %s', b.band_column, CASE WHEN minhash THEN 'bigint[]' ELSE 'int' END), ', '),
          string_agg(format('%I IS NOT DISTINCT FROM %s', b.band_column, b.expression), ' AND ')
   INTO columns, bands_check
   FROM simhash_internal.band_expressions(att) b;
   IF att.flag_column IS NOT NULL THEN
-    columns := columns || format(', ADD COLUMN %I %s', att.flag_column, checked.key_type);
+    columns := columns || format(', ADD COLUMN %I %s', att.flag_column, key_type);
   END IF;
   -- The one step that takes a lock the application's reads and writes wait for: bounded by
   -- lock_timeout, and tried again by the caller when it expires.
   PERFORM set_config('lock_timeout', lock_timeout_ms || 'ms', true);
   BEGIN
-    EXECUTE format('ALTER TABLE %s %s, ADD CONSTRAINT %I CHECK (%s) NOT VALID', table_name, columns, constraint_name,
-                   bands_check);
-    PERFORM simhash_internal.create_triggers(table_name, args, checked.kind, checked.dist_method);
+    EXECUTE format('ALTER TABLE %s %s, ADD CONSTRAINT %I CHECK (%s) NOT VALID', att.table_name, columns,
+                   att.trigger_name || '$bands', bands_check);
+    PERFORM simhash_internal.create_triggers(att.table_name::regclass, args::bytea, kind::"char", dist_method::"char");
   EXCEPTION WHEN lock_not_available THEN
     RETURN 'locked';
   END;
   RETURN 'begun';
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.online_add_columns(@extschema@.simhash_attachment, bytea, text, "char", "char", int) IS
+  'The columns, bands constraint (NOT VALID) and triggers of an online attach, under a lock_timeout: ''begun'', or ''locked'' when the lock was not had in time';
+
+CREATE FUNCTION simhash_internal.online_begin(table_name regclass, text_column name, max_distance int, on_duplicate text,
+                                              tokenizer text, shingle int, weighting text, stopwords boolean,
+                                              fold text, scope name, registry boolean, min_length int,
+                                              method text, threshold float8, lock_timeout_ms int)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  args bytea;
+  names record;
+  att @extschema@.simhash_attachment;
+  resume text;
+  checked record;
+BEGIN
+  IF table_name IS NULL OR text_column IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach_concurrently: table_name and text_column must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
+  -- An online attach of the column to resume, or to wait for.
+  resume := simhash_internal.online_resume(table_name::regclass, text_column::name, args::bytea);
+  IF resume IS NOT NULL THEN
+    RETURN resume;
+  END IF;
+  -- Everything simhash_attach() refuses (an attachment already there included).
+  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name::regclass, text_column::name, args::bytea);
+  IF checked.dist_method IS NOT NULL THEN
+    RAISE EXCEPTION 'simhash_attach_concurrently: "%" is a Citus table', table_name
+      USING ERRCODE = '0A000', HINT = 'Attach it with simhash_attach(): Citus tables keep the offline attach.';
+  END IF;
+  -- Attachment::bands_constraint_name (src/attachment.rs)
+  IF octet_length(att.trigger_name || '$bands') > 63 THEN
+    RAISE EXCEPTION 'simhash_attach_concurrently: column name "%" is too long for the name of constraint "%"',
+      text_column, att.trigger_name || '$bands' USING ERRCODE = '42622', HINT = 'Attach it with simhash_attach(), or rename the column.';
+  END IF;
+  RETURN simhash_internal.online_add_columns(att::@extschema@.simhash_attachment, args::bytea, checked.key_type::text,
+                                             checked.kind::"char", checked.dist_method::"char", lock_timeout_ms::int);
 END
 $$;
 COMMENT ON FUNCTION simhash_internal.online_begin(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8, int) IS
@@ -246,7 +276,7 @@ DECLARE
 BEGIN
   -- The last step of an online attach: every row's bands agree with its fingerprint (a scan that takes
   -- SHARE UPDATE EXCLUSIVE, which no read or write waits for), and the trigger checks from its commit on.
-  -- As the table's owner in a security-restricted operation (docs/ARCHITECTURE.md §13.3): validating a
+  -- As the table's owner in a security-restricted operation (docs/ARCHITECTURE.md section 13.3): validating a
   -- CHECK constraint evaluates it for every row as the current user, and between the steps of the
   -- attach the owner could have put an expression of its own under that name.
   PERFORM simhash_internal.execute_as_owner(table_name, format('ALTER TABLE %s VALIDATE CONSTRAINT %I', table_name,
