@@ -15,6 +15,7 @@ mod method;
 mod online;
 mod partitions;
 mod privileges;
+mod progress;
 mod spi;
 mod storage;
 mod text;
@@ -33,7 +34,8 @@ pub extern "C-unwind" fn _PG_init() {
     // error of SQL run from Rust) whenever RUST_BACKTRACE or RUST_LIB_BACKTRACE is set in the
     // server's environment: no user-facing error may carry one. Panics still log theirs.
     std::env::set_var("RUST_LIB_BACKTRACE", "0");
-    dedup::register_settings();
+    progress::register_settings();
+    citus::dedup::register_settings();
     storage::leafmap::register_settings();
     online::register_settings();
     write::deferred::register();

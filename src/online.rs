@@ -21,8 +21,8 @@ use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 
 use crate::catalog::cstr_utf8;
-use crate::dedup::Reporter;
 use crate::errors::{raise, EncodedError};
+use crate::progress::Reporter;
 use crate::spi::Arg;
 
 /// `simhash.attach_lock_timeout`: how long an online attach waits for a lock that the application's

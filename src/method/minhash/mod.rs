@@ -2,5 +2,6 @@
 //! through one GIN index over their LSH band keys (docs/ARCHITECTURE.md §6.11).
 
 pub mod check;
+pub mod dedup;
 pub mod lookup;
 pub mod lsh;

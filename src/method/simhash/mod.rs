@@ -2,6 +2,7 @@
 //! (docs/ARCHITECTURE.md §4, §5).
 
 pub mod check;
+pub mod dedup;
 pub mod fingerprint;
 pub mod lookup;
 pub mod search;

@@ -4,6 +4,8 @@
 //! shard; its trigger runs on each shard and sees that shard's rows only, so near-duplicates can be
 //! rejected there only among rows of one value of the distribution column (the attachment's scope).
 
+pub mod dedup;
+
 use pgrx::prelude::*;
 
 /// How Citus places the rows of a table.

@@ -1,0 +1,179 @@
+//! Deduplicating an attached table (docs/ARCHITECTURE.md §9): every near-duplicate pair, and
+//! clusters by union-find over them. This module reads the rows' keys and stored values and hands
+//! them to the method's dedup (`crate::method::*::dedup`), one `match` per entry point; a Citus
+//! table is paired on its workers where it can be (`crate::citus::dedup`).
+
+pub mod table;
+
+use pgrx::prelude::*;
+
+use crate::attachment::{Method, RowKey};
+use crate::catalog::RegClass;
+use crate::citus::dedup::{distributed_search, Asked};
+use crate::method::minhash::dedup::Signed;
+use crate::method::simhash::dedup::Fingerprints;
+use crate::progress::Reporter;
+use table::{check_method_options, utf8_key, Table};
+
+/// The table argument, which must not be NULL (SQLSTATE 22004).
+fn required(table: Option<RegClass>) -> pg_sys::Oid {
+    crate::errors::arm_allocator();
+    let Some(table) = table else {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "table_name must not be NULL"
+        );
+    };
+    table.0
+}
+
+/// The stored values of a table's rows, in key order, as the attachment's method compares them.
+enum Values {
+    SimHash(Fingerprints),
+    MinHash(Signed),
+}
+
+/// The keys of an attached table's rows, in primary key order, and their stored values.
+fn read_rows(relid: pg_sys::Oid, asked: &Asked, reporter: &mut Reporter) -> (Vec<String>, Values) {
+    let namespace = unsafe { crate::catalog::extension_namespace() };
+    Spi::connect(|client| {
+        // Raises the errors of a table (or column) that is not attached, or has several attached.
+        let table = Table::read(relid, asked.text_column, namespace);
+        if table.distributed && matches!(table.key, RowKey::Ctid { .. }) {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                format!("{}: distributed table {} has no primary key", reporter.what, table.qualified),
+                "Rows of a Citus table are named by their primary key: a ctid names a row only within its shard."
+            );
+        }
+        check_method_options(reporter.what, &table, asked.max_distance, asked.threshold);
+        let mut values = match &table.att.method {
+            Method::SimHash(sim) => {
+                let k = crate::attachment::check_max_distance(asked.max_distance.unwrap_or(sim.max_distance));
+                Values::SimHash(Fingerprints::new(sim, k))
+            }
+            Method::MinHash(settings) => Values::MinHash(Signed::new(settings, asked.threshold)),
+        };
+        // Keys travel as UTF-8 bytes: pgrx reads `text` as UTF-8 only.
+        let query = format!(
+            "SELECT pg_catalog.convert_to({}, 'UTF8'), t.{} FROM {}{} t ORDER BY {}",
+            table.key.value_sql("t"),
+            pgrx::spi::quote_identifier(table.att.fingerprint_column()),
+            // A partitioned table holds no rows itself: its partitions are read; Citus reads the
+            // shards of a distributed table (the keys and fingerprints come to this node, not the texts).
+            if table.partitioned || table.distributed {
+                ""
+            } else {
+                "ONLY "
+            },
+            table.qualified,
+            table.key.order_by("t"),
+        );
+        let mut keys = Vec::new();
+        let mut cursor = client.open_cursor(&query, &[]);
+        loop {
+            let batch = cursor.fetch(10_000).expect("reading the table failed");
+            if batch.is_empty() {
+                break;
+            }
+            for row in batch {
+                keys.push(utf8_key(row.get::<Vec<u8>>(1).ok().flatten().unwrap_or_default()));
+                match &mut values {
+                    Values::SimHash(fps) => fps.push(row.get::<i64>(2).ok().flatten()),
+                    Values::MinHash(signed) => {
+                        signed.push(keys.len() as u32 - 1, row.get::<&[u8]>(2).ok().flatten())
+                    }
+                }
+            }
+            let read = keys.len();
+            reporter.report(|| format!("read {read} rows"));
+        }
+        (keys, values)
+    })
+}
+
+/// A pair of rows' keys (the first in key order) with their distance (SimHash) or estimated
+/// similarity (MinHash).
+pub type Pair = (String, String, Option<i32>, Option<f64>);
+
+/// Every near-duplicate pair of an attached table within `max_distance` (default: the attached
+/// one), or for a MinHash attachment every pair that shares an LSH band with at least `threshold`
+/// (default: the attached one); pairs of identical fingerprints are expanded as they are read.
+pub fn pairs(
+    table_name: Option<RegClass>,
+    max_distance: Option<i32>,
+    text_column: Option<&str>,
+    threshold: Option<f64>,
+) -> Box<dyn Iterator<Item = Pair>> {
+    let mut reporter = Reporter::new("simhash_pairs");
+    let relid = required(table_name);
+    let asked = Asked {
+        max_distance,
+        threshold,
+        text_column,
+        with_keys: false,
+    };
+    if let Some(found) = distributed_search(relid, &asked, &mut reporter) {
+        return Box::new(found.pairs.into_iter().map(|(a, b, d)| (a, b, Some(d), None)));
+    }
+    let (keys, values) = read_rows(relid, &asked, &mut reporter);
+    let key = move |i: u32| keys[i as usize].clone();
+    match values {
+        Values::SimHash(fps) => Box::new(
+            fps.pairs(&mut reporter)
+                .map(move |(a, b, d)| (key(a), key(b), Some(d as i32), None)),
+        ),
+        Values::MinHash(signed) => Box::new(
+            signed
+                .pairs(&mut reporter)
+                .into_iter()
+                .map(move |(a, b, similarity)| (key(a), key(b), None, Some(similarity))),
+        ),
+    }
+}
+
+/// Every row's key and the index of its cluster's representative (the cluster's first row in key
+/// order) among them: the connected components of [`pairs`]'s pairs.
+pub fn clusters(
+    table_name: Option<RegClass>,
+    max_distance: Option<i32>,
+    text_column: Option<&str>,
+    threshold: Option<f64>,
+) -> (Vec<String>, Vec<u32>) {
+    let mut reporter = Reporter::new("simhash_clusters");
+    let relid = required(table_name);
+    let asked = Asked {
+        max_distance,
+        threshold,
+        text_column,
+        with_keys: true,
+    };
+    if let Some(found) = distributed_search(relid, &asked, &mut reporter) {
+        let representative = clusters_of_pairs(&found.keys, &found.pairs);
+        return (found.keys, representative);
+    }
+    let (keys, values) = read_rows(relid, &asked, &mut reporter);
+    let representative = match values {
+        Values::SimHash(fps) => fps.clusters(&mut reporter),
+        Values::MinHash(signed) => signed.clusters(keys.len(), &mut reporter),
+    };
+    (keys, representative)
+}
+
+/// The representative of each of `keys` in the clusters of `pairs` (of keys).
+fn clusters_of_pairs(keys: &[String], pairs: &[(String, String, i32)]) -> Vec<u32> {
+    let index: std::collections::HashMap<&str, u32> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i as u32))
+        .collect();
+    let mut clusters = simhash_core::pairs::Clusters::new(keys.len());
+    for (a, b, _) in pairs {
+        if let (Some(&a), Some(&b)) = (index.get(a.as_str()), index.get(b.as_str())) {
+            clusters.union(a, b);
+        }
+    }
+    (0..keys.len() as u32).map(|i| clusters.find(i)).collect()
+}
