@@ -7,7 +7,7 @@ use simhash_core::minhash::Signature;
 use crate::attachment::{Attachment, MinHashSettings};
 use crate::check::locks::lock_band_keys;
 use crate::check::report::{describe_row, Measure, Nearest};
-use crate::method::WrittenRow;
+use crate::method::common::WrittenRow;
 
 use super::lsh::{band_keys, matches, Probe};
 

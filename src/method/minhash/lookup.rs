@@ -7,7 +7,7 @@ use simhash_core::minhash::Signature;
 use crate::attachment::{Attachment, MinHashSettings};
 use crate::catalog::qualified_name_of;
 use crate::errors::{raise, EncodedError};
-use crate::method::{Found, Given, Lookup};
+use crate::method::common::{Found, Given, Lookup};
 
 use super::lsh::{band_keys, bytea_bytes, matches, signature_of, Probe};
 

@@ -8,7 +8,7 @@ use crate::catalog::{attnum_of, relation_name, CatalogCache};
 use crate::check::locks::lock_parts;
 use crate::check::report::{describe_row, Measure, Nearest};
 use crate::check::row::Written;
-use crate::method::WrittenRow;
+use crate::method::common::WrittenRow;
 
 use super::search::{fingerprint_attnum, search_table, TableSearch};
 use crate::check::row::attnum;

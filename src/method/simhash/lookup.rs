@@ -8,7 +8,7 @@ use simhash_core::probe::ProbePlan;
 use crate::attachment::{Attachment, RowKey, SimHashSettings};
 use crate::catalog::{qualified_name_of, relation_name};
 use crate::errors::{raise, EncodedError, OrRaise};
-use crate::method::{open_table, Found, Given, Lookup};
+use crate::method::common::{open_table, Found, Given, Lookup};
 
 use super::search::{fingerprint_attnum, search_table, TableSearch};
 

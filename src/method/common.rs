@@ -1,0 +1,76 @@
+//! What every method's engine is given and gives back: a lookup and its results, a written row
+//! to check (docs/ARCHITECTURE.md §15).
+
+use pgrx::prelude::*;
+
+use crate::attachment::Attachment;
+use crate::catalog::relation_name;
+use crate::check::row::ScopeFilter;
+use crate::errors::{raise, EncodedError};
+
+/// What a lookup is given to look for (None: SQL NULL).
+#[derive(Clone, Copy)]
+pub enum Given {
+    Fingerprint(Option<u64>),
+    /// A `text` datum.
+    Text(Option<pg_sys::Datum>),
+    /// A `bytea` datum: a MinHash signature.
+    Signature(Option<pg_sys::Datum>),
+}
+
+/// How near a row a lookup found is to what it was given.
+#[derive(Clone, Copy)]
+pub enum Found {
+    /// The Hamming distance of its fingerprint (SimHash).
+    Distance(u32),
+    /// The estimated similarity of its signature (MinHash).
+    Similarity(f64),
+}
+
+/// One lookup of `simhash_near_duplicates()`: the table (open), its attachment, what to look for
+/// and the limits the call gave (None: the attachment's).
+pub struct Lookup<'a> {
+    pub heap: pg_sys::Relation,
+    pub att: &'a Attachment,
+    pub given: Given,
+    pub max_distance: Option<i32>,
+    pub threshold: Option<f64>,
+    /// The extension's schema, quoted: where the SQL form of a lookup is called.
+    pub ext_schema: &'a str,
+}
+
+/// Opens table `relid` for a lookup, or raises 42809 for a relation that is no table.
+pub unsafe fn open_table(relid: pg_sys::Oid) -> pg_sys::Relation {
+    let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    let kind = (*(*heap).rd_rel).relkind as u8;
+    if kind != pg_sys::RELKIND_RELATION && kind != pg_sys::RELKIND_PARTITIONED_TABLE {
+        let table = relation_name(heap);
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            message: format!("simhash_near_duplicates: \"{table}\" is not a table"),
+            detail: None,
+            hint: None,
+        });
+    }
+    heap
+}
+
+/// A row being written that its attachment's method checks for a near-duplicate.
+pub struct WrittenRow<'a> {
+    /// The table the row goes to (open), and the table the trigger was attached to: that one, or
+    /// the partitioned table it is a partition of.
+    pub heap: pg_sys::Relation,
+    pub attached_table: pg_sys::Oid,
+    /// The column of the stored value in `heap`.
+    pub value_attnum: i16,
+    /// The old version of an UPDATE's row, never its own near-duplicate.
+    pub old_tid: Option<pg_sys::ItemPointerData>,
+    /// With a scope, only rows of its value count.
+    pub scope: Option<&'a ScopeFilter<'a>>,
+    /// The flag column in `'flag'` mode, to read the near-duplicate's key as it stores it.
+    pub flag_attr: Option<&'a pg_sys::FormData_pg_attribute>,
+    /// The extension's schema (quoted), asked for only when a row is found.
+    pub ext_schema: &'a dyn Fn() -> String,
+    /// An INSERT that the statement-end check takes over when the method has one (SimHash).
+    pub checked_after: bool,
+}
