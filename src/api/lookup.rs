@@ -10,7 +10,7 @@ use simhash_core::probe::ProbePlan;
 use crate::attachment::Method;
 use crate::catalog::{own_namespace, relation_name};
 use crate::errors::{raise, EncodedError, OrRaise};
-use crate::method::simhash::search::{fingerprint_attnum, search_table, Counts, TableSearch};
+use crate::method::simhash::search::fingerprint_attnum;
 use crate::method::{open_table, Found, Given, Lookup};
 
 fn arg_null(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> bool {
@@ -218,13 +218,29 @@ fn simhash_lookup_cost(
                 "A MinHash lookup is one query over the GIN index of its band keys: see it with EXPLAIN ANALYZE."
             );
         };
-        // As `SELECT count(*) FROM table WHERE <fingerprint within k>`: SELECT on the fingerprint
-        // column. Counted from the band indexes, where no policy applies: refused under row-level
-        // security, whose policies could hide some of the rows counted.
-        let fp_attnum = crate::errors::in_extern(|| fingerprint_attnum(heap, &att));
-        crate::privileges::require_select(table_name.0, crate::privileges::Columns::Some(&[fp_attnum]));
-        if crate::privileges::row_security_applies(table_name.0) {
-            ereport!(
+        refuse_uncountable(heap, &att);
+        let k = max_distance.unwrap_or(sim.max_distance);
+        let (counts, matches) = crate::method::simhash::lookup::cost(heap, &att, sim, fingerprint as u64, k);
+        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+        TableIterator::once((
+            counts.probes as i64,
+            counts.candidates as i64,
+            counts.heap_fetches as i64,
+            matches as i64,
+        ))
+    }
+}
+
+/// Refuses to count a lookup a caller may not read (SELECT on the fingerprint column), or whose
+/// rows the band indexes cannot count: under row-level security, on a Citus table.
+unsafe fn refuse_uncountable(heap: pg_sys::Relation, att: &crate::attachment::Attachment) {
+    // As `SELECT count(*) FROM table WHERE <fingerprint within k>`: SELECT on the fingerprint
+    // column. Counted from the band indexes, where no policy applies: refused under row-level
+    // security, whose policies could hide some of the rows counted.
+    let fp_attnum = crate::errors::in_extern(|| fingerprint_attnum(heap, att));
+    crate::privileges::require_select((*heap).rd_id, crate::privileges::Columns::Some(&[fp_attnum]));
+    if crate::privileges::row_security_applies((*heap).rd_id) {
+        ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 format!(
@@ -233,9 +249,9 @@ fn simhash_lookup_cost(
                 ),
                 "Run EXPLAIN ANALYZE on the query of simhash_near_duplicates_sql(), which applies the policies."
             );
-        }
-        if crate::citus::distribution(table_name.0).is_some() {
-            ereport!(
+    }
+    if crate::citus::distribution((*heap).rd_id).is_some() {
+        ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
                 format!(
@@ -244,42 +260,5 @@ fn simhash_lookup_cost(
                 ),
                 "Run EXPLAIN ANALYZE on the query of simhash_near_duplicates_sql() to see the cost on each shard."
             );
-        }
-
-        let snapshot = pg_sys::GetActiveSnapshot();
-        let k = max_distance.unwrap_or(sim.max_distance);
-        let mut matches = 0i64;
-        let mut counts = Counts::default();
-        let tables = crate::partitions::leaf_tables(heap);
-        if tables.is_empty() {
-            ProbePlan::new(fingerprint as u64, k, sim.nbands).or_raise();
-        }
-        // Every partition of a partitioned table is searched: the costs add up.
-        for table in tables {
-            let open = crate::partitions::OpenTable::open(heap, table);
-            let fp_attnum = fingerprint_attnum(open.rel, &att);
-            let search = TableSearch {
-                rel: open.rel,
-                att: &att,
-                sim,
-                fp_attnum,
-                query: fingerprint as u64,
-                k,
-                snapshot,
-                exclude: None,
-                lockmode: pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-            };
-            let c = search_table(&search, &mut |_, _| matches += 1);
-            counts.probes += c.probes;
-            counts.candidates += c.candidates;
-            counts.heap_fetches += c.heap_fetches;
-        }
-        pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
-        TableIterator::once((
-            counts.probes as i64,
-            counts.candidates as i64,
-            counts.heap_fetches as i64,
-            matches,
-        ))
     }
 }

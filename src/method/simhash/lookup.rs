@@ -10,7 +10,7 @@ use crate::catalog::{qualified_name_of, relation_name};
 use crate::errors::{raise, EncodedError, OrRaise};
 use crate::method::common::{open_table, Found, Given, Lookup};
 
-use super::search::{fingerprint_attnum, search_table, TableSearch};
+use super::search::{fingerprint_attnum, search_table, Counts, TableSearch};
 
 /// The rows within `max_distance` (the attachment's when not given) of the fingerprint given or of
 /// the text's, nearest first.
@@ -247,4 +247,46 @@ unsafe fn sql_near_duplicates(
             }
         })
     });
+}
+
+/// What the lookup of `query` within `k` costs on `heap` (every partition of a partitioned table:
+/// the costs add up), and the rows it finds (`simhash_lookup_cost()`).
+///
+/// # Safety
+/// `heap` must be an open table that `att` is attached to.
+pub unsafe fn cost(
+    heap: pg_sys::Relation,
+    att: &Attachment,
+    sim: &SimHashSettings,
+    query: u64,
+    k: i32,
+) -> (Counts, u64) {
+    let snapshot = pg_sys::GetActiveSnapshot();
+    let mut matches = 0u64;
+    let mut counts = Counts::default();
+    let tables = crate::partitions::leaf_tables(heap);
+    if tables.is_empty() {
+        ProbePlan::new(query, k, sim.nbands).or_raise();
+    }
+    // Every partition of a partitioned table is searched: the costs add up.
+    for table in tables {
+        let open = crate::partitions::OpenTable::open(heap, table);
+        let fp_attnum = fingerprint_attnum(open.rel, att);
+        let search = TableSearch {
+            rel: open.rel,
+            att,
+            sim,
+            fp_attnum,
+            query,
+            k,
+            snapshot,
+            exclude: None,
+            lockmode: pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+        };
+        let c = search_table(&search, &mut |_, _| matches += 1);
+        counts.probes += c.probes;
+        counts.candidates += c.candidates;
+        counts.heap_fetches += c.heap_fetches;
+    }
+    (counts, matches)
 }

@@ -328,17 +328,15 @@ pub unsafe fn search(
     exclude: Option<pg_sys::ItemPointerData>,
     on_match: &mut dyn FnMut(u32, *mut pg_sys::TupleTableSlot),
 ) -> Counts {
-    let mut counts = Counts::default();
-    // Made on the first heap fetch: a lookup that finds nothing (most duplicate checks) needs none.
-    let mut made_slot: *mut pg_sys::TupleTableSlot = std::ptr::null_mut();
-    let mut slot = || {
-        if made_slot.is_null() {
-            made_slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
-        }
-        made_slot
-    };
-    let excluded = |slot: *mut pg_sys::TupleTableSlot| {
-        exclude.is_some_and(|mut tid| pg_sys::ItemPointerEquals(&mut tid, &mut (*slot).tts_tid))
+    let mut s = Searcher {
+        heap,
+        fp_attnum,
+        plan,
+        snapshot,
+        exclude,
+        on_match,
+        counts: Counts::default(),
+        made_slot: std::ptr::null_mut(),
     };
     match (&plan.probes, &indexes.0) {
         (Some(probes), Some(bands)) => {
@@ -346,7 +344,6 @@ pub unsafe fn search(
             let mut entries = Vec::new();
             for probe in probes.iter().filter(|p| !p.values.is_empty()) {
                 let band = &bands[probe.band as usize];
-                let mut scan: Option<pg_sys::IndexScanDesc> = None;
                 entries.clear();
                 // The probe values are ascending and distinct (`neighbours`).
                 if band.leaf_readable()
@@ -357,111 +354,159 @@ pub unsafe fn search(
                         &mut entries,
                     )
                 {
-                    counts.probes += probe.values.len() as u64;
-                    for &(fp, tid) in &entries {
-                        pg_sys::check_for_interrupts!();
-                        counts.candidates += 1;
-                        let Some(d) = plan.accepts(probe.band, fp) else {
-                            continue;
-                        };
-                        counts.heap_fetches += 1;
-                        let fetch = fetch.get_or_insert_with(|| HeapFetch::begin(heap));
-                        let slot = slot();
-                        if fetch.fetch(tid, snapshot, slot) && !excluded(slot) {
-                            on_match(d, slot);
-                        }
-                    }
-                    continue;
-                }
-                for &value in &probe.values {
-                    counts.probes += 1;
-                    let scan = *scan.get_or_insert_with(|| {
-                        let scan = crate::compat::index_beginscan(heap, band.index, snapshot, 1, 0);
-                        (*scan).xs_want_itup = band.fp_attno.is_some();
-                        scan
-                    });
-                    rescan_equal(scan, value);
-                    loop {
-                        pg_sys::check_for_interrupts!();
-                        let tid =
-                            pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
-                        if tid.is_null() {
-                            break;
-                        }
-                        counts.candidates += 1;
-                        let distance = match band.fp_attno {
-                            Some(attno) => {
-                                let Some(fp) = index_entry_fp(scan, attno) else {
-                                    continue;
-                                };
-                                let Some(d) = plan.accepts(probe.band, fp) else {
-                                    continue;
-                                };
-                                counts.heap_fetches += 1;
-                                if !pg_sys::index_fetch_heap(scan, slot()) {
-                                    continue;
-                                }
-                                d
-                            }
-                            None => {
-                                counts.heap_fetches += 1;
-                                if !pg_sys::index_fetch_heap(scan, slot()) {
-                                    continue;
-                                }
-                                let Some(fp) = slot_fp(slot(), fp_attnum) else {
-                                    continue;
-                                };
-                                let Some(d) = plan.accepts(probe.band, fp) else {
-                                    continue;
-                                };
-                                d
-                            }
-                        };
-                        let slot = slot();
-                        if !excluded(slot) {
-                            on_match(distance, slot);
-                        }
-                    }
-                }
-                if let Some(scan) = scan {
-                    pg_sys::index_endscan(scan);
+                    s.counts.probes += probe.values.len() as u64;
+                    s.check_entries(probe.band, &entries, &mut fetch);
+                } else {
+                    s.scan_index(band, probe.band, &probe.values);
                 }
             }
             drop(fetch);
         }
-        _ => {
-            // Too far for the bands to pay, or a band without an index: a scan is exact.
-            let flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN
-                | pg_sys::ScanOptions::SO_ALLOW_STRAT
-                | pg_sys::ScanOptions::SO_ALLOW_SYNC
-                | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;
-            let scan = pg_sys::heap_beginscan(
-                heap,
-                snapshot,
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                flags,
-            );
-            let slot = slot();
-            while pg_sys::heap_getnextslot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot) {
-                pg_sys::check_for_interrupts!();
-                counts.candidates += 1;
-                let Some(fp) = slot_fp(slot, fp_attnum) else {
-                    continue;
-                };
-                let d = simhash_core::hamming(fp, plan.query);
-                if d <= plan.k && !excluded(slot) {
-                    on_match(d, slot);
-                }
-            }
-            pg_sys::heap_endscan(scan);
+        // Too far for the bands to pay, or a band without an index: a scan is exact.
+        _ => s.scan_heap(),
+    }
+    if !s.made_slot.is_null() {
+        pg_sys::ExecDropSingleTupleTableSlot(s.made_slot);
+    }
+    s.counts
+}
+
+/// One search in progress: what it looks in and for, and what it has counted.
+struct Searcher<'a> {
+    heap: pg_sys::Relation,
+    fp_attnum: i16,
+    plan: &'a ProbePlan,
+    snapshot: pg_sys::Snapshot,
+    exclude: Option<pg_sys::ItemPointerData>,
+    on_match: &'a mut dyn FnMut(u32, *mut pg_sys::TupleTableSlot),
+    counts: Counts,
+    /// Made on the first heap fetch: a lookup that finds nothing (most duplicate checks) needs none.
+    made_slot: *mut pg_sys::TupleTableSlot,
+}
+
+impl Searcher<'_> {
+    unsafe fn slot(&mut self) -> *mut pg_sys::TupleTableSlot {
+        if self.made_slot.is_null() {
+            self.made_slot = pg_sys::table_slot_create(self.heap, std::ptr::null_mut());
+        }
+        self.made_slot
+    }
+
+    /// Passes the row in `slot` at `distance` on, unless it is the excluded one.
+    unsafe fn found(&mut self, distance: u32, slot: *mut pg_sys::TupleTableSlot) {
+        let excluded = self
+            .exclude
+            .is_some_and(|mut tid| pg_sys::ItemPointerEquals(&mut tid, &mut (*slot).tts_tid));
+        if !excluded {
+            (self.on_match)(distance, slot);
         }
     }
-    if !made_slot.is_null() {
-        pg_sys::ExecDropSingleTupleTableSlot(made_slot);
+
+    /// The entries (fingerprint, TID) a leaf list read for a probe of `band`: those within reach
+    /// go to the heap.
+    unsafe fn check_entries(
+        &mut self,
+        band: u32,
+        entries: &[(u64, pg_sys::ItemPointerData)],
+        fetch: &mut Option<HeapFetch>,
+    ) {
+        for &(fp, tid) in entries {
+            pg_sys::check_for_interrupts!();
+            self.counts.candidates += 1;
+            let Some(d) = self.plan.accepts(band, fp) else {
+                continue;
+            };
+            self.counts.heap_fetches += 1;
+            let fetch = fetch.get_or_insert_with(|| HeapFetch::begin(self.heap));
+            let slot = self.slot();
+            if fetch.fetch(tid, self.snapshot, slot) {
+                self.found(d, slot);
+            }
+        }
     }
-    counts
+
+    /// The probe of `values` of `band` through index scans, one equality scan per value.
+    unsafe fn scan_index(&mut self, index: &BandIndex, band: u32, values: &[i32]) {
+        let mut scan: Option<pg_sys::IndexScanDesc> = None;
+        for &value in values {
+            self.counts.probes += 1;
+            let scan = *scan.get_or_insert_with(|| {
+                let scan = crate::compat::index_beginscan(self.heap, index.index, self.snapshot, 1, 0);
+                (*scan).xs_want_itup = index.fp_attno.is_some();
+                scan
+            });
+            rescan_equal(scan, value);
+            loop {
+                pg_sys::check_for_interrupts!();
+                let tid = pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+                if tid.is_null() {
+                    break;
+                }
+                self.counts.candidates += 1;
+                if let Some(distance) = self.scanned_entry(scan, index, band) {
+                    let slot = self.slot();
+                    self.found(distance, slot);
+                }
+            }
+        }
+        if let Some(scan) = scan {
+            pg_sys::index_endscan(scan);
+        }
+    }
+
+    /// The distance of the index entry `scan` is on, when it is within reach and its row is visible
+    /// (then in the slot): checked from the entry's fingerprint before the heap where the index
+    /// includes it, else from the row's.
+    unsafe fn scanned_entry(
+        &mut self,
+        scan: pg_sys::IndexScanDesc,
+        index: &BandIndex,
+        band: u32,
+    ) -> Option<u32> {
+        match index.fp_attno {
+            Some(attno) => {
+                let d = self.plan.accepts(band, index_entry_fp(scan, attno)?)?;
+                self.counts.heap_fetches += 1;
+                pg_sys::index_fetch_heap(scan, self.slot()).then_some(d)
+            }
+            None => {
+                self.counts.heap_fetches += 1;
+                if !pg_sys::index_fetch_heap(scan, self.slot()) {
+                    return None;
+                }
+                self.plan.accepts(band, slot_fp(self.slot(), self.fp_attnum)?)
+            }
+        }
+    }
+
+    /// Every row of the table, compared one by one: exact whatever the bands.
+    unsafe fn scan_heap(&mut self) {
+        let flags = pg_sys::ScanOptions::SO_TYPE_SEQSCAN
+            | pg_sys::ScanOptions::SO_ALLOW_STRAT
+            | pg_sys::ScanOptions::SO_ALLOW_SYNC
+            | pg_sys::ScanOptions::SO_ALLOW_PAGEMODE;
+        let scan = pg_sys::heap_beginscan(
+            self.heap,
+            self.snapshot,
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            flags,
+        );
+        let slot = self.slot();
+        while pg_sys::heap_getnextslot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot) {
+            pg_sys::check_for_interrupts!();
+            self.counts.candidates += 1;
+            let Some(fp) = slot_fp(slot, self.fp_attnum) else {
+                continue;
+            };
+            let d = simhash_core::hamming(fp, self.plan.query);
+            if d <= self.plan.k {
+                self.found(d, slot);
+            }
+        }
+        pg_sys::heap_endscan(scan);
+    }
 }
 
 /// One table's lookup: the table, the attachment whose band indexes serve it, and the query.
