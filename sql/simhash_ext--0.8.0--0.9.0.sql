@@ -238,7 +238,7 @@ BEGIN
   -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
   -- simhash_trigger() before each row write, and in 'error' mode on an ordinary table (no scope,
   -- registry, Citus or MinHash) simhash_check_trigger(), which checks an INSERT's rows once per
-  -- statement (src/deferred.rs).
+  -- statement (src/write/deferred.rs).
   SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
   IF dist_method IS NOT NULL THEN
@@ -332,7 +332,7 @@ BEGIN
     -- fills the new column, and the generated band columns are computed from the new row. (Filling
     -- the column with an UPDATE first would write a second version of every row, then rewrite both.)
     -- The rewrite runs in this process alone: the fingerprints are computed before it by a parallel
-    -- scan, and the rewrite takes each row's (simhash_fill_value, src/fill.rs).
+    -- scan, and the rewrite takes each row's (simhash_fill_value, src/api/fill.rs).
     RAISE DEBUG 'simhash_attach: fingerprinting';
     PERFORM simhash_internal.fill_collect(table_name, text_column, att.tokenizer, att.shingle, att.weighting,
                                           att.stopwords, att.fold);
@@ -377,7 +377,7 @@ BEGIN
     PERFORM set_config('maintenance_work_mem', build_memory, true) WHERE pg_size_bytes(build_memory) > pg_size_bytes('64MB');
   ELSE
     -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
-    -- radius of the query's (generalized pigeonhole, src/search.rs).
+    -- radius of the query's (generalized pigeonhole, src/method/simhash/search.rs).
     FOR i IN 1 .. cardinality(att.band_columns) LOOP
       -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
       -- A registry's check also reads the distribution column from them (sql/src/registry.sql).
@@ -1154,7 +1154,7 @@ DECLARE
 BEGIN
   -- Each table that holds rows, with the UPDATEs that fingerprint its rows: they write a placeholder
   -- into the fingerprint column of the rows that lack one, and the trigger, seeing the column
-  -- changed, computes the true value and the bands (src/trigger.rs): each row fingerprinted once, by
+  -- changed, computes the true value and the bands (src/write/trigger.rs): each row fingerprinted once, by
   -- the same code as every write. statement does one range of blocks ($1 to $2, block numbers) and
   -- passes over the rows the application has locked (never waiting on it, it never deadlocks with
   -- it); sweep does the rows left, waiting for their locks.

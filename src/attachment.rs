@@ -8,7 +8,7 @@
 //! MinHash, whose attachments leave `max_distance` 0 and the weighting empty).
 //! [`Attachment::to_args`] is the one
 //! encoder and [`Attachment::from_args`] the one decoder; the PL/pgSQL of `sql/src/` reaches both
-//! through `src/internal.rs` (docs/ARCHITECTURE.md §6.2). Adding a setting touches this type, its
+//! through `src/api/internal.rs` (docs/ARCHITECTURE.md §6.2). Adding a setting touches this type, its
 //! two codecs and the code that uses the new value.
 
 use pgrx::prelude::*;
@@ -640,7 +640,7 @@ impl Attachment {
         format!("simhash_{}", self.text_column)
     }
 
-    /// The name of the statement-end check trigger of `'error'` mode (src/deferred.rs).
+    /// The name of the statement-end check trigger of `'error'` mode (src/write/deferred.rs).
     pub fn check_trigger_name(&self) -> String {
         format!("simhash_{}$chk", self.text_column)
     }

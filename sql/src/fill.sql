@@ -1,4 +1,4 @@
--- Fingerprinting the rows already in a table when it is attached or becomes a partition (src/fill.rs).
+-- Fingerprinting the rows already in a table when it is attached or becomes a partition (src/api/fill.rs).
 CREATE FUNCTION simhash_internal.fingerprint_sql(text_expr text, method text, tokenizer text, shingle int,
                                                  weighting text, stopwords boolean, fold text)
 RETURNS text

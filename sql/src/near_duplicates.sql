@@ -1,4 +1,4 @@
--- The C entry points of the lookups (src/search.rs, src/lsh.rs), which take a row type as anyelement.
+-- The C entry points of the lookups (src/api/lookup.rs), which take a row type as anyelement.
 -- A SimHash attachment's rows come with their distance, a MinHash attachment's with their similarity.
 CREATE FUNCTION simhash_near_duplicates(rel anyelement, fingerprint bigint, max_distance int DEFAULT NULL,
                                         text_column name DEFAULT NULL)

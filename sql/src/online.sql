@@ -242,7 +242,7 @@ DECLARE
 BEGIN
   -- Each table that holds rows, with the UPDATEs that fingerprint its rows: they write a placeholder
   -- into the fingerprint column of the rows that lack one, and the trigger, seeing the column
-  -- changed, computes the true value and the bands (src/trigger.rs): each row fingerprinted once, by
+  -- changed, computes the true value and the bands (src/write/trigger.rs): each row fingerprinted once, by
   -- the same code as every write. statement does one range of blocks ($1 to $2, block numbers) and
   -- passes over the rows the application has locked (never waiting on it, it never deadlocks with
   -- it); sweep does the rows left, waiting for their locks.

@@ -1,4 +1,4 @@
--- The trigger functions (src/trigger.rs) that simhash_attach() puts on a table.
+-- The trigger functions (src/api/trigger.rs, src/write/trigger.rs) that simhash_attach() puts on a table.
 CREATE FUNCTION simhash_trigger() RETURNS trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_trigger';
 COMMENT ON FUNCTION simhash_trigger() IS
   'Maintains the fingerprint column of a table attached with simhash_attach() and acts on near-duplicates';

@@ -1,6 +1,6 @@
 //! Table helpers: attach and detach near-duplicate detection, list attachments, and look up a
 //! table's near-duplicates of a text or fingerprint. The DDL is PL/pgSQL in `sql/src/*.sql`, loaded
-//! below in install order; the per-row work lives in the trigger (`trigger.rs`).
+//! below in install order; the per-row work lives in the trigger (`crate::write::trigger`).
 
 use pgrx::prelude::*;
 

@@ -69,7 +69,7 @@ pub fn lock_keys(relid: pg_sys::Oid, keys: impl IntoIterator<Item = (u32, usize)
 }
 
 /// Slots of the set of held lock keys: 32 parts of 8 bits (SimHash), then from `MINHASH_SLOTS`
-/// the `MINHASH_LOCK_SLOTS` of MinHash band keys (`crate::lsh`).
+/// the `MINHASH_LOCK_SLOTS` of MinHash band keys (`crate::method::minhash::lsh`).
 pub const MINHASH_SLOTS: usize = 32 * 256;
 pub const MINHASH_LOCK_SLOTS: usize = 32 * 128;
 const HELD_SLOTS: usize = MINHASH_SLOTS + MINHASH_LOCK_SLOTS;

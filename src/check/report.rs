@@ -54,7 +54,7 @@ unsafe fn prepare_lookup(relid: pg_sys::Oid) -> Lookup {
         RowKey::Columns(columns) if columns.len() == 1 => format!("t.{}", columns[0]),
         _ => key_text.clone(),
     };
-    // The row was found through the band indexes (`search.rs`); this reads its key by ctid.
+    // The row was found through the band indexes (`crate::method::simhash::search`); this reads its key by ctid.
     let sql = format!(
         "SELECT {key_text}, {flag_expr} FROM ONLY {qualified} t WHERE t.ctid OPERATOR(pg_catalog.=) $1"
     );

@@ -1,7 +1,7 @@
 //! The duplicate check of `on_duplicate => 'error'`, once per statement.
 //!
 //! A table attached in `'error'` mode has two triggers: `simhash_trigger()` BEFORE INSERT OR UPDATE
-//! computes the fingerprint and takes the advisory locks (`trigger.rs`), and
+//! computes the fingerprint and takes the advisory locks (`crate::write::trigger`), and
 //! `simhash_check_trigger()` AFTER INSERT notes each written row: its fingerprint and TID. At the
 //! end of the statement (the `ExecutorFinish` hook, after the AFTER triggers have run) the rows of
 //! the statement are checked together: the probe values of all of them, band by band, go to the

@@ -1,6 +1,6 @@
 //! What the trigger derives from its arguments and its table's catalog entries (its [`Setup`]),
 //! kept per (trigger, table) until a relcache invalidation, and whether a table's two triggers
-//! leave the duplicate check of INSERTs to the statement's end (`crate::deferred`).
+//! leave the duplicate check of INSERTs to the statement's end (`crate::write::deferred`).
 
 use pgrx::prelude::*;
 

@@ -1,9 +1,9 @@
-//! The trigger functions that `simhash_attach()` puts on a table: `simhash_trigger()` computes the
-//! fingerprint once per row write (the band columns are generated from it), and in `error`, `skip`
-//! or `flag` mode has the row checked for an existing near-duplicate under advisory locks
-//! (`crate::check`), so that two concurrent near-duplicate writes never both succeed;
-//! `simhash_check_trigger()` checks the rows of an INSERT in `error` mode once per statement
-//! (`crate::deferred`).
+//! The row writes of the trigger functions that `simhash_attach()` puts on a table (their SQL entry
+//! points are `crate::api::trigger`): `simhash_trigger()` computes the fingerprint or signature once
+//! per row write (`crate::method::Value`), and in `error`, `skip` or `flag` mode has the row checked
+//! for an existing near-duplicate under advisory locks by its method (`crate::method::nearest`), so
+//! that two concurrent near-duplicate writes never both succeed; `simhash_check_trigger()` checks
+//! the rows of an INSERT in `error` mode once per statement (`crate::write::deferred`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -272,7 +272,7 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
                 scope: scope.as_ref().and_then(Option::as_ref),
                 flag_attr,
                 ext_schema: firing.ext_schema,
-                // simhash_check_trigger() checks the row once it is written (crate::deferred).
+                // simhash_check_trigger() checks the row once it is written (crate::write::deferred).
                 checked_after: firing.old.is_none() && setup.checks_inserts_after(),
             },
         ),

@@ -154,6 +154,25 @@ pub unsafe fn bytea_bytes<'a>(datum: pg_sys::Datum) -> &'a [u8] {
 /// Call where a query may run.
 pub unsafe fn matches(probe: &Probe, snapshot: Option<pg_sys::Snapshot>) -> Vec<Match> {
     pg_sys::SPI_connect();
+    run_probe(probe, snapshot);
+    let table = &*pg_sys::SPI_tuptable;
+    let rows = std::slice::from_raw_parts(table.vals, pg_sys::SPI_processed as usize);
+    let mut found: Vec<Match> = rows
+        .iter()
+        .filter_map(|&row| match_of(probe, row, table.tupdesc))
+        .collect();
+    pg_sys::SPI_finish();
+    found.sort_by(|a, b| {
+        b.similarity
+            .total_cmp(&a.similarity)
+            .then(a.table.to_u32().cmp(&b.table.to_u32()))
+            .then(tid_order(&a.tid).cmp(&tid_order(&b.tid)))
+    });
+    found
+}
+
+/// Runs the probe's query (SPI connected) with `snapshot`, or the statement's.
+unsafe fn run_probe(probe: &Probe, snapshot: Option<pg_sys::Snapshot>) {
     let plan = plan_of(probe);
     let mut values = [int8_array(probe.keys)];
     let nulls = [b' ' as std::ffi::c_char];
@@ -178,61 +197,50 @@ pub unsafe fn matches(probe: &Probe, snapshot: Option<pg_sys::Snapshot>) -> Vec<
             hint: None,
         });
     }
-    let table = &*pg_sys::SPI_tuptable;
-    let desc = table.tupdesc;
-    let rows = std::slice::from_raw_parts(table.vals, pg_sys::SPI_processed as usize);
-    let mut found = Vec::new();
-    let scope_col = 4;
-    let row_col = if probe.scope.is_some() { 5 } else { 4 };
-    for &row in rows {
-        let mut null = false;
-        let relid = pg_sys::Oid::from(pg_sys::SPI_getbinval(row, desc, 1, &mut null).value() as u32);
-        let tid = *pg_sys::SPI_getbinval(row, desc, 2, &mut null).cast_mut_ptr::<pg_sys::ItemPointerData>();
-        if probe
-            .exclude
-            .is_some_and(|(t, x)| t == relid && tid_key(&x) == tid_key(&tid))
-        {
-            continue;
-        }
-        let stored = pg_sys::SPI_getbinval(row, desc, 3, &mut null);
-        if null {
-            continue;
-        }
-        let stored = Signature::decode(bytea_bytes(stored)).unwrap_or_else(|e| corrupt(&e.to_string()));
-        let accepted = minhash::is_match(probe.signature, &stored, &probe.settings.lsh, probe.threshold)
-            .unwrap_or_else(|e| corrupt(&e.to_string()));
-        if !accepted {
-            continue;
-        }
-        if let Some(scope) = probe.scope {
-            let value = pg_sys::SPI_getbinval(row, desc, scope_col, &mut null);
-            if null
-                || pg_sys::FunctionCall2Coll(scope.equal, scope.collation, scope.value, value).value() == 0
-            {
-                continue;
-            }
-        }
-        let row = probe.rows.then(|| {
-            let value = pg_sys::SPI_getbinval(row, desc, row_col, &mut null);
-            pg_sys::SPI_datumTransfer(value, false, -1)
-        });
-        let similarity =
-            minhash::similarity(probe.signature, &stored).unwrap_or_else(|e| corrupt(&e.to_string()));
-        found.push(Match {
-            table: relid,
-            tid,
-            similarity,
-            row,
-        });
+}
+
+/// The match a row of the probe's query is (table, ctid, signature, then the scope value with a
+/// scope, then the whole row), or None when it is the excluded row, has no signature, does not
+/// reach the threshold or is out of scope.
+unsafe fn match_of(probe: &Probe, row: pg_sys::HeapTuple, desc: pg_sys::TupleDesc) -> Option<Match> {
+    let (scope_col, row_col) = (4, if probe.scope.is_some() { 5 } else { 4 });
+    let mut null = false;
+    let relid = pg_sys::Oid::from(pg_sys::SPI_getbinval(row, desc, 1, &mut null).value() as u32);
+    let tid = *pg_sys::SPI_getbinval(row, desc, 2, &mut null).cast_mut_ptr::<pg_sys::ItemPointerData>();
+    if probe
+        .exclude
+        .is_some_and(|(t, x)| t == relid && tid_key(&x) == tid_key(&tid))
+    {
+        return None;
     }
-    pg_sys::SPI_finish();
-    found.sort_by(|a, b| {
-        b.similarity
-            .total_cmp(&a.similarity)
-            .then(a.table.to_u32().cmp(&b.table.to_u32()))
-            .then(tid_order(&a.tid).cmp(&tid_order(&b.tid)))
+    let stored = pg_sys::SPI_getbinval(row, desc, 3, &mut null);
+    if null {
+        return None;
+    }
+    let stored = Signature::decode(bytea_bytes(stored)).unwrap_or_else(|e| corrupt(&e.to_string()));
+    let accepted = minhash::is_match(probe.signature, &stored, &probe.settings.lsh, probe.threshold)
+        .unwrap_or_else(|e| corrupt(&e.to_string()));
+    if !accepted {
+        return None;
+    }
+    if let Some(scope) = probe.scope {
+        let value = pg_sys::SPI_getbinval(row, desc, scope_col, &mut null);
+        if null || pg_sys::FunctionCall2Coll(scope.equal, scope.collation, scope.value, value).value() == 0 {
+            return None;
+        }
+    }
+    let row = probe.rows.then(|| {
+        let value = pg_sys::SPI_getbinval(row, desc, row_col, &mut null);
+        pg_sys::SPI_datumTransfer(value, false, -1)
     });
-    found
+    let similarity =
+        minhash::similarity(probe.signature, &stored).unwrap_or_else(|e| corrupt(&e.to_string()));
+    Some(Match {
+        table: relid,
+        tid,
+        similarity,
+        row,
+    })
 }
 
 fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {

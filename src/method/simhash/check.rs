@@ -122,7 +122,7 @@ pub unsafe fn find_nearest(
 
 /// SimHash's check of a written row with fingerprint `fp`: the locks of its parts on the attached
 /// table (writers to different partitions meet), then its nearest row within `max_distance`; an
-/// INSERT the statement-end check takes over (`crate::deferred`) is only locked here.
+/// INSERT the statement-end check takes over (`crate::write::deferred`) is only locked here.
 ///
 /// # Safety
 /// As [`crate::method::nearest`].
