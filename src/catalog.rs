@@ -236,19 +236,18 @@ pub unsafe fn internal_namespace() -> pg_sys::Oid {
     }
 }
 
-/// Calls the helper `name` of schema `simhash_internal` (see [`crate::spi::call`]) from the C function of
-/// `fcinfo`. With the SQL of 0.3.0 or older (the new library installed, `ALTER EXTENSION ...
+/// Calls the helper `name` of schema `simhash_internal` (see [`crate::spi::call`]) from a C function of the extension. With the SQL of 0.3.0 or older (the new library installed, `ALTER EXTENSION ...
 /// UPDATE` not yet run) the extension has no such schema and the helper is `simhash_<name>` of the
 /// extension's own schema. A schema of that name that is not the extension's own (one another role
 /// created meanwhile) is never called.
 ///
 /// # Safety
-/// As [`crate::spi::call`]; `fcinfo` must be the call's.
-pub unsafe fn call_helper(fcinfo: pg_sys::FunctionCallInfo, name: &str, args: &[crate::spi::Arg]) {
+/// As [`crate::spi::call`]; `ext_schema` gives the extension's schema, quoted.
+pub unsafe fn call_helper(ext_schema: &dyn Fn() -> String, name: &str, args: &[crate::spi::Arg]) {
     if internal_namespace() != pg_sys::InvalidOid {
         crate::spi::call("simhash_internal", name, args)
     } else {
-        crate::spi::call(&extension_schema(fcinfo), &format!("simhash_{name}"), args)
+        crate::spi::call(&ext_schema(), &format!("simhash_{name}"), args)
     }
 }
 

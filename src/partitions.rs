@@ -12,7 +12,6 @@ use std::ffi::CStr;
 
 use pgrx::prelude::*;
 
-use crate::catalog::own_namespace;
 use crate::errors::{raise, EncodedError};
 
 use crate::catalog::partition_ancestors;
@@ -319,29 +318,19 @@ unsafe fn list_cells<T>(list: *mut pg_sys::List) -> Vec<*mut T> {
         .collect()
 }
 
-crate::errors::c_function!(
-    /// `simhash_ddl_command_start()`: the extension's event trigger on `ddl_command_start` of ALTER
-    /// TABLE. Before `ALTER TABLE parent ATTACH PARTITION t`, gives `t` the columns and fingerprints
-    /// of each attachment of `parent` (`simhash_internal.prepare_partition()`); before `ALTER TABLE t RENAME
-    /// COLUMN` of an attached text column, renames the columns derived from it and remakes the
-    /// trigger, and refuses to rename a derived column (`simhash_internal.rename_column()`).
-    pg_finfo_simhash_ddl_command_start, simhash_ddl_command_start => ddl_command_start
-);
-
-unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    let context = (*fcinfo).context;
-    if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_EventTriggerData {
-        raise(EncodedError {
-            code: PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-            message: "simhash_ddl_command_start() must be called as an event trigger".into(),
-            detail: None,
-            hint: None,
-        });
-    }
+/// The extension's event trigger on `ddl_command_start` of the statement `tree` (see
+/// `crate::api::ddl`): the extension's schema is `ext_namespace`, quoted `ext_schema()`.
+///
+/// # Safety
+/// `tree` must be the statement the event trigger fires for.
+pub unsafe fn ddl_command_start(
+    tree: *mut pg_sys::Node,
+    ext_namespace: pg_sys::Oid,
+    ext_schema: &dyn Fn() -> String,
+) -> pg_sys::Datum {
     let Some(_scope) = EventTriggerScope::enter() else {
         return pg_sys::Datum::from(0);
     };
-    let tree = (*(context as *mut pg_sys::EventTriggerData)).parsetree;
     if tree.is_null() {
         return pg_sys::Datum::from(0);
     }
@@ -355,7 +344,7 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 if (*cmd).subtype == pg_sys::AlterTableType::AT_DropColumn && !(*cmd).name.is_null() {
                     let table = relation_of(stmt.relation);
                     if table != pg_sys::InvalidOid && crate::privileges::acts_for_owner(table) {
-                        refuse_derived_drop(table, (*cmd).name, own_namespace(fcinfo));
+                        refuse_derived_drop(table, (*cmd).name, ext_namespace);
                     }
                 }
                 if (*cmd).subtype != pg_sys::AlterTableType::AT_AttachPartition || (*cmd).def.is_null() {
@@ -373,7 +362,7 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 {
                     let prepare = || {
                         crate::catalog::call_helper(
-                            fcinfo,
+                            ext_schema,
                             "prepare_partition",
                             &[crate::spi::Arg::Oid(parent), crate::spi::Arg::Oid(partition)],
                         )
@@ -401,7 +390,7 @@ unsafe fn ddl_command_start(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
             if table != pg_sys::InvalidOid && crate::privileges::acts_for_owner(table) {
                 crate::privileges::as_owner(table, false, || {
                     crate::catalog::call_helper(
-                        fcinfo,
+                        ext_schema,
                         "rename_column",
                         &[
                             crate::spi::Arg::Oid(table),

@@ -3,6 +3,7 @@
 //! function's arguments (`fcinfo`) or declares SQL.
 
 pub mod bands;
+pub mod ddl;
 pub mod dedup;
 pub mod fill;
 pub mod fingerprint;

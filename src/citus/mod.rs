@@ -110,22 +110,6 @@ pub unsafe fn shard_distribution(relid: pg_sys::Oid) -> Option<Distribution> {
     )
 }
 
-/// `simhash_registry_buckets(fingerprint, max_distance)`: the registry buckets of a fingerprint
-/// (`simhash_core::probe::registry_buckets`), by which the registry of a distributed table that
-/// rejects near-duplicates across all its shards is distributed and locked.
-#[pg_extern(immutable, strict, parallel_safe)]
-fn simhash_registry_buckets(
-    fingerprint: i64,
-    max_distance: i32,
-) -> TableIterator<'static, (name!(lock_key, i32), name!(part_value, i64))> {
-    let max_distance = crate::attachment::check_max_distance(max_distance);
-    TableIterator::new(
-        simhash_core::probe::registry_buckets(fingerprint as u64, max_distance)
-            .into_iter()
-            .map(|(key, value)| (key as i32, value as i64)),
-    )
-}
-
 thread_local! {
     static LOCAL_SHARDS: crate::catalog::CatalogCache<(pg_sys::Oid, i64), pg_sys::Oid> =
         crate::catalog::CatalogCache::default();
