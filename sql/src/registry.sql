@@ -1,7 +1,168 @@
+-- The registry check's search of every shard of a Citus table through
+-- <table>_<column>_shards (docs/ARCHITECTURE.md section 7.5): each shard searched by
+-- simhash_internal.probe_shard() on its node, as a lookup searches one table: one call per row of
+-- that table, which is colocated with the table, so Citus runs each call in the connection that
+-- wrote that shard in this transaction. It counts (searched) only if every shard of the table
+-- answered (after a split, or with that table gone, the caller searches with a query instead);
+-- distance is the nearest row's within k.
+CREATE FUNCTION simhash_internal.registry_search_shards(base regclass, text_column name, shards_table_name name,
+  fp bigint, k int, OUT searched boolean, OUT distance int)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  shards_table regclass;
+  shard_ids bigint[];
+  searched_ids bigint[] := '{}';
+  shard record;
+BEGIN
+  searched := false;
+  shards_table := to_regclass(format('%I.%I', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                                                WHERE c.oid = base), shards_table_name));
+  IF shards_table IS NULL THEN
+    RETURN;
+  END IF;
+  EXECUTE format('SELECT array_agg(s.shardid) FROM pg_dist_shard s WHERE s.logicalrelid = %s', base::oid)
+    INTO shard_ids;
+  FOR shard IN EXECUTE format('SELECT a.shard, simhash_internal.probe_shard(a.shard, %L::regclass, %L, %s, %s) AS distance FROM %s a',
+                              base, text_column, fp, k, shards_table) LOOP
+    CONTINUE WHEN shard.distance IS NULL OR NOT shard.shard = ANY (shard_ids) OR shard.shard = ANY (searched_ids);
+    searched_ids := searched_ids || shard.shard;
+    IF shard.distance <= k AND shard.distance < coalesce(distance, k + 1) THEN
+      distance := shard.distance;
+    END IF;
+  END LOOP;
+  -- (No shards known for the table, as after undistribute_table: the caller searches.)
+  searched := coalesce(cardinality(searched_ids) = cardinality(shard_ids), false);
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_search_shards(regclass, name, name, bigint, int) IS
+  'The registry check''s search of every shard of a Citus table through its table of shards';
+
+-- The probes of a lookup of fp within k as one query, one index-only scan of a band index per
+-- band, on every shard in one round (with the distribution column in each branch, Citus runs the
+-- UNION on each shard); a scan of every fingerprint when the bands do not pay.
+CREATE FUNCTION simhash_internal.registry_probe_sql(base regclass, att @extschema@.simhash_attachment,
+  dist_column name, fp bigint, k int)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  probe text;
+BEGIN
+  SELECT string_agg(format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE s.%4$I = ANY (%5$L::int[]) '
+                           'AND @extschema@.hamming(s.%2$I, (%6$s)::bigint) <= %7$s',
+                           dist_column, att.fingerprint_column, base, att.band_columns[p.band + 1], p.probe_values, fp, k),
+                    ' UNION ALL ' ORDER BY p.band)
+  INTO probe FROM @extschema@.simhash_probes(fp, k, cardinality(att.band_columns)) p;
+  IF probe IS NULL THEN
+    -- Too far for the bands to pay (simhash_probes plans a scan): every fingerprint is compared.
+    probe := format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE @extschema@.hamming(s.%2$I, (%4$s)::bigint) <= %5$s',
+                    dist_column, att.fingerprint_column, base, fp, k);
+  END IF;
+  RETURN probe;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_probe_sql(regclass, @extschema@.simhash_attachment, name, bigint, int) IS
+  'The probes of a registry check on every shard, as one query';
+
+-- The registry check of fingerprint fp written through the view checked_view: under the locks one
+-- node's trigger takes, taken on the coordinator, the nearest row within max_distance on any
+-- shard, its key (in key order on ties) and distance (docs/ARCHITECTURE.md sections 7.5, 8.7).
+CREATE FUNCTION simhash_internal.registry_nearest(base regclass, att @extschema@.simhash_attachment,
+  checked_view name, shards_table name, fp bigint, OUT key text, OUT distance int)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  k int := att.max_distance;
+  searched boolean;
+  dist_column name;
+  probe text;
+  pool_size text;
+BEGIN
+  -- Each statement on a worker must see what committed before it: the wait below orders the
+  -- writers, and a snapshot kept from before a wait would miss the writer waited for.
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'writes through % need the READ COMMITTED isolation level',
+      format('%I.%I', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                       WHERE c.oid = base), checked_view)
+      USING ERRCODE = '0A000',
+            DETAIL = format('The near-duplicate check of column %I searches every shard, and Citus has no snapshot '
+                            'across nodes that a %s transaction could keep.', att.text_column,
+                            upper(current_setting('transaction_isolation'))),
+            HINT = 'Write through the view in a READ COMMITTED transaction (SET TRANSACTION ISOLATION LEVEL READ COMMITTED).';
+  END IF;
+  -- The locks one node's trigger takes, here on the coordinator that every write through the view
+  -- passes: a near-duplicate writer holding one of them has finished on every worker (Citus
+  -- commits the workers before the coordinator releases its locks) when this one is granted.
+  PERFORM simhash_internal.lock_near_duplicates(base, fp, k);
+  -- One connection per worker: the shards' tasks are short, and a connection opened for this
+  -- statement alone would cost more than they do (a Citus setting, put back right after).
+  pool_size := current_setting('citus.max_adaptive_executor_pool_size');
+  PERFORM set_config('citus.max_adaptive_executor_pool_size', '1', true);
+  SELECT s.searched, s.distance INTO searched, distance
+  FROM simhash_internal.registry_search_shards(base, att.text_column, shards_table, fp, k) s;
+  IF NOT searched OR distance IS NOT NULL THEN
+    SELECT d.distribution_column INTO dist_column FROM simhash_internal.distribution(base) d;
+    probe := simhash_internal.registry_probe_sql(base, att, dist_column, fp, k);
+  END IF;
+  IF NOT searched THEN
+    EXECUTE format('SELECT @extschema@.hamming(m.fp, (%s)::bigint) AS distance FROM (%s) m ORDER BY distance LIMIT 1', fp, probe)
+      INTO distance;
+  END IF;
+  PERFORM set_config('citus.max_adaptive_executor_pool_size', pool_size, true);
+  IF distance IS NOT NULL THEN
+    -- The nearest rows' keys (in key order on ties), read only when there is one.
+    EXECUTE format('SELECT %1$s FROM (%2$s) m JOIN %3$s t ON t.%4$I = m.d AND t.%5$I = m.fp '
+                   'AND t.%6$I = @extschema@.simhash_band(m.fp, 0, %7$s) '
+                   'WHERE @extschema@.hamming(m.fp, (%8$s)::bigint) = %9$s ORDER BY 1 LIMIT 1',
+                   simhash_internal.row_key_sql(base, 't'), probe, base, dist_column, att.fingerprint_column,
+                   att.band_columns[1], cardinality(att.band_columns), fp, distance)
+      INTO key;
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_nearest(regclass, @extschema@.simhash_attachment, name, name, bigint) IS
+  'The registry check of a fingerprint written through the view of a registry attachment';
+
+-- Writes the row new_row of the view view_oid into the table base, with the fingerprint fp the
+-- registry checked (the trigger on its shard requires it) and, in 'flag' mode, the key found.
+-- The row's values go as literals: Citus sends a statement's parameters to the workers, where the
+-- view's row type does not exist.
+CREATE FUNCTION simhash_internal.registry_write(base regclass, view_oid oid, att @extschema@.simhash_attachment,
+  registered_column name, fp bigint, found_key text, new_row anyelement)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  columns text;
+  row_values text;
+  flag_type text;
+BEGIN
+  SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum),
+         format('SELECT concat_ws('', '', %s)', string_agg(format('quote_nullable(($1).%I) || ''::%s''', a.attname,
+                                                                   format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum))
+  INTO columns, row_values
+  FROM pg_attribute a WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped;
+  EXECUTE row_values INTO row_values USING new_row;
+  SELECT format_type(a.atttypid, a.atttypmod) INTO flag_type FROM pg_attribute a
+  WHERE a.attrelid = base AND a.attname = att.flag_column AND NOT a.attisdropped;
+  EXECUTE format('INSERT INTO %s (%s, %I%s) VALUES (%s, %s%s)', base, columns, registered_column,
+                 CASE WHEN att.on_duplicate = 'flag' THEN format(', %I', att.flag_column) ELSE '' END,
+                 row_values, quote_nullable(fp),
+                 CASE WHEN att.on_duplicate = 'flag' THEN format(', CAST(%s AS %s)', quote_nullable(found_key), flag_type) ELSE '' END);
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_write(regclass, oid, @extschema@.simhash_attachment, name, bigint, text, anyelement) IS
+  'Writes a row checked by the registry into its distributed table';
+
 -- The INSTEAD OF INSERT trigger of the view of a Citus table attached with registry => true: the
 -- check of one row across all shards, made on the coordinator in the writer's distributed
--- transaction (docs/ARCHITECTURE.md §7.5, §8.7). The table itself is the registry: the band indexes
--- on every shard are searched as a lookup searches them.
+-- transaction (docs/ARCHITECTURE.md sections 7.5, 8.7). The table itself is the registry: the band
+-- indexes on every shard are searched as a lookup searches them.
 CREATE FUNCTION simhash_internal.registry_insert()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -12,133 +173,36 @@ DECLARE
   -- (the views made by 0.3.0 also pass them, as further arguments that are not read).
   base regclass := TG_ARGV[0]::regclass;
   att @extschema@.simhash_attachment := simhash_internal.find_attachment(TG_ARGV[0]::regclass, TG_ARGV[1]::name);
-  text_column name := att.text_column;
-  k int := att.max_distance;
-  mode text := att.on_duplicate;
-  nbands int := cardinality(att.band_columns);
   names record;
-  dist_column name;
   fp bigint;
-  probe text;
-  key_columns text;
+  short boolean;
   found_key text;
   found_distance int;
-  columns text;
-  flag_type text;
-  short boolean;
-  pool_size text;
-  shards_table regclass;
-  shard_ids bigint[];
-  searched_ids bigint[];
-  searched boolean := false;
-  shard record;
 BEGIN
-  SELECT * INTO names FROM simhash_internal.object_names(base, text_column);
-  EXECUTE format('SELECT %s', simhash_internal.fingerprint_sql(format('($1).%I', text_column), 'simhash', att.tokenizer, att.shingle,
-                 att.weighting, att.stopwords, att.fold))
+  SELECT * INTO names FROM simhash_internal.object_names(base, att.text_column);
+  EXECUTE format('SELECT %s', simhash_internal.fingerprint_sql(format('($1).%I', att.text_column), 'simhash', att.tokenizer,
+                 att.shingle, att.weighting, att.stopwords, att.fold))
     INTO fp USING NEW;
   IF fp IS NOT NULL THEN
     -- A text shorter than min_length is written (and found by later checks) but never checked.
-    EXECUTE format('SELECT char_length(($1).%I) < $2', text_column) INTO short USING NEW, att.min_length;
+    EXECUTE format('SELECT char_length(($1).%I) < $2', att.text_column) INTO short USING NEW, att.min_length;
   END IF;
   IF fp IS NOT NULL AND NOT short THEN
-    -- Each statement on a worker must see what committed before it: the wait below orders the
-    -- writers, and a snapshot kept from before a wait would miss the writer waited for.
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-      RAISE EXCEPTION 'writes through % need the READ COMMITTED isolation level',
-        format('%I.%I', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                         WHERE c.oid = base), names.checked_view)
-        USING ERRCODE = '0A000',
-              DETAIL = format('The near-duplicate check of column %I searches every shard, and Citus has no snapshot '
-                              'across nodes that a %s transaction could keep.', text_column,
-                              upper(current_setting('transaction_isolation'))),
-              HINT = 'Write through the view in a READ COMMITTED transaction (SET TRANSACTION ISOLATION LEVEL READ COMMITTED).';
-    END IF;
-    -- The locks one node's trigger takes, here on the coordinator that every write through the view
-    -- passes: a near-duplicate writer holding one of them has finished on every worker (Citus
-    -- commits the workers before the coordinator releases its locks) when this one is granted.
-    PERFORM simhash_internal.lock_near_duplicates(base, fp, k);
-    -- One connection per worker: the shards' tasks are short, and a connection opened for this
-    -- statement alone would cost more than they do (a Citus setting, put back right after).
-    pool_size := current_setting('citus.max_adaptive_executor_pool_size');
-    PERFORM set_config('citus.max_adaptive_executor_pool_size', '1', true);
-    -- Each shard searched by simhash_internal.probe_shard() on its node, as a lookup searches one
-    -- table: one call per row of <table>_<column>_shards, which is colocated with the table, so
-    -- Citus runs each call in the connection that wrote that shard in this transaction. It counts
-    -- only if every shard of the table answered (after a split, or with that table gone, the
-    -- query below searches instead).
-    shards_table := to_regclass(format('%I.%I', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                                                  WHERE c.oid = base), names.shards_table));
-    IF shards_table IS NOT NULL THEN
-      EXECUTE format('SELECT array_agg(s.shardid) FROM pg_dist_shard s WHERE s.logicalrelid = %s', base::oid)
-        INTO shard_ids;
-      searched_ids := '{}';
-      FOR shard IN EXECUTE format('SELECT a.shard, simhash_internal.probe_shard(a.shard, %L::regclass, %L, %s, %s) AS distance FROM %s a',
-                                  base, text_column, fp, k, shards_table) LOOP
-        CONTINUE WHEN shard.distance IS NULL OR NOT shard.shard = ANY (shard_ids) OR shard.shard = ANY (searched_ids);
-        searched_ids := searched_ids || shard.shard;
-        IF shard.distance <= k AND shard.distance < coalesce(found_distance, k + 1) THEN
-          found_distance := shard.distance;
-        END IF;
-      END LOOP;
-      -- (No shards known for the table, as after undistribute_table: the query below searches.)
-      searched := coalesce(cardinality(searched_ids) = cardinality(shard_ids), false);
-    END IF;
-    IF NOT searched OR found_distance IS NOT NULL THEN
-      -- The probes of a lookup, one index-only scan of a band index per band, on every shard in one
-      -- round (with the distribution column in each branch, Citus runs the UNION on each shard).
-      SELECT d.distribution_column INTO dist_column FROM simhash_internal.distribution(base) d;
-      SELECT string_agg(format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE s.%4$I = ANY (%5$L::int[]) '
-                               'AND @extschema@.hamming(s.%2$I, (%6$s)::bigint) <= %7$s',
-                               dist_column, att.fingerprint_column, base, att.band_columns[p.band + 1], p.probe_values, fp, k),
-                        ' UNION ALL ' ORDER BY p.band)
-      INTO probe FROM @extschema@.simhash_probes(fp, k, nbands) p;
-      IF probe IS NULL THEN
-        -- Too far for the bands to pay (simhash_probes plans a scan): every fingerprint is compared.
-        probe := format('SELECT s.%1$I AS d, s.%2$I AS fp FROM %3$s s WHERE @extschema@.hamming(s.%2$I, (%4$s)::bigint) <= %5$s',
-                        dist_column, att.fingerprint_column, base, fp, k);
-      END IF;
-    END IF;
-    IF NOT searched THEN
-      EXECUTE format('SELECT @extschema@.hamming(m.fp, (%s)::bigint) AS distance FROM (%s) m ORDER BY distance LIMIT 1', fp, probe)
-        INTO found_distance;
-    END IF;
-    PERFORM set_config('citus.max_adaptive_executor_pool_size', pool_size, true);
-    IF found_distance IS NOT NULL THEN
-      -- The nearest rows' keys (in key order on ties), read only when there is one.
-      EXECUTE format('SELECT %1$s FROM (%2$s) m JOIN %3$s t ON t.%4$I = m.d AND t.%5$I = m.fp '
-                     'AND t.%6$I = @extschema@.simhash_band(m.fp, 0, %7$s) '
-                     'WHERE @extschema@.hamming(m.fp, (%8$s)::bigint) = %9$s ORDER BY 1 LIMIT 1',
-                     simhash_internal.row_key_sql(base, 't'), probe, base, dist_column, att.fingerprint_column,
-                     att.band_columns[1], nbands, fp, found_distance)
-        INTO found_key;
-    END IF;
-    IF found_key IS NOT NULL AND mode = 'error' THEN
-      SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord) INTO key_columns FROM simhash_internal.primary_key(base) p;
-      RAISE EXCEPTION 'near-duplicate text in column "%" of relation "%"', text_column,
+    SELECT n.key, n.distance INTO found_key, found_distance
+    FROM simhash_internal.registry_nearest(base, att, names.checked_view, names.shards_table, fp) n;
+    IF found_key IS NOT NULL AND att.on_duplicate = 'error' THEN
+      RAISE EXCEPTION 'near-duplicate text in column "%" of relation "%"', att.text_column,
         (SELECT c.relname FROM pg_class c WHERE c.oid = base)
         USING ERRCODE = '23505',
-              DETAIL = format('Key (%s)=(%s) is at Hamming distance %s (max_distance %s).', key_columns, found_key,
-                              found_distance, k);
-    ELSIF found_key IS NOT NULL AND mode = 'skip' THEN
+              DETAIL = format('Key (%s)=(%s) is at Hamming distance %s (max_distance %s).',
+                              (SELECT string_agg(quote_ident(p.attname), ', ' ORDER BY p.ord)
+                               FROM simhash_internal.primary_key(base) p),
+                              found_key, found_distance, att.max_distance);
+    ELSIF found_key IS NOT NULL AND att.on_duplicate = 'skip' THEN
       RETURN NULL;
     END IF;
   END IF;
-  -- The row's values as literals: Citus sends a statement's parameters to the workers, where the
-  -- view's row type does not exist.
-  SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum),
-         format('SELECT concat_ws('', '', %s)', string_agg(format('quote_nullable(($1).%I) || ''::%s''', a.attname,
-                                                                   format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum))
-  INTO columns, key_columns
-  FROM pg_attribute a WHERE a.attrelid = TG_RELID AND a.attnum > 0 AND NOT a.attisdropped;
-  EXECUTE key_columns INTO key_columns USING NEW;
-  SELECT format_type(a.atttypid, a.atttypmod) INTO flag_type FROM pg_attribute a
-  WHERE a.attrelid = base AND a.attname = att.flag_column AND NOT a.attisdropped;
-  -- The row, with the fingerprint the registry checked (the trigger on its shard requires it).
-  EXECUTE format('INSERT INTO %s (%s, %I%s) VALUES (%s, %s%s)', base, columns, names.registered_column,
-                 CASE WHEN mode = 'flag' THEN format(', %I', att.flag_column) ELSE '' END,
-                 key_columns, quote_nullable(fp),
-                 CASE WHEN mode = 'flag' THEN format(', CAST(%s AS %s)', quote_nullable(found_key), flag_type) ELSE '' END);
+  PERFORM simhash_internal.registry_write(base, TG_RELID, att, names.registered_column, fp, found_key, NEW);
   RETURN NEW;
 END
 $$;
