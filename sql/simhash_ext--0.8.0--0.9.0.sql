@@ -8,7 +8,8 @@
 -- registry_insert() run their steps as functions of simhash_internal (attach_fingerprint_column,
 -- attach_bands, attach_indexes, detach_registry, online_resume, online_add_columns,
 -- prepare_partition_*, rename_column_*, near_duplicates_probe_sql, registry_search_shards,
--- registry_probe_sql, registry_nearest, registry_write), each created before its caller.
+-- registry_probe_sql, registry_nearest, registry_write; registry_view() calls registry_view_sync and
+-- registry_view_defaults), each created before its caller.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.9.0'" to load this file. \quit
 
 ALTER TYPE simhash_attachment ADD ATTRIBUTE state text;
@@ -1104,6 +1105,151 @@ END
 $$;
 COMMENT ON FUNCTION simhash_internal.registry_insert() IS
   'The INSTEAD OF INSERT trigger of the view of a distributed table attached with registry => true';
+
+-- sql/src/registry.sql
+CREATE FUNCTION simhash_internal.registry_view_sync(table_name regclass, view_oid oid, checked_view text, derived name[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  col record;
+  columns text;
+BEGIN
+  -- The view's columns are the table's columns its rule reads, in the same order (ascending
+  -- attribute numbers): a column renamed in the table still has its old name in the view.
+  FOR col IN SELECT v.attname AS old_name, b.attname AS new_name
+             FROM (SELECT a.attname, row_number() OVER (ORDER BY a.attnum) AS n FROM pg_attribute a
+                   WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped) v
+             JOIN (SELECT k.attnum, row_number() OVER (ORDER BY k.attnum) AS n
+                   FROM (SELECT DISTINCT d.refobjsubid FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                         WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = view_oid
+                           AND d.refobjid = table_name AND d.refobjsubid > 0) k(attnum)) k USING (n)
+             JOIN pg_attribute b ON b.attrelid = table_name AND b.attnum = k.attnum
+             WHERE v.attname <> b.attname LOOP
+    EXECUTE format('ALTER VIEW %s RENAME COLUMN %I TO %I', checked_view, col.old_name, col.new_name);
+  END LOOP;
+  -- The table's new columns, at the end of the view.
+  SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO columns
+  FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
+    AND a.attgenerated = '' AND NOT (a.attname = ANY (derived))
+    AND a.attnum > (SELECT max(d.refobjsubid) FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                    WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = view_oid AND d.refobjid = table_name);
+  IF columns IS NOT NULL THEN
+    EXECUTE format('CREATE OR REPLACE VIEW %s AS SELECT %s, %s FROM %s t', checked_view,
+                   (SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) FROM pg_attribute a
+                    WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped),
+                   columns, table_name);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_view_sync(regclass, oid, text, name[]) IS
+  'Brings the columns of the view of a registry attachment in step with the table';
+
+-- sql/src/registry.sql
+CREATE FUNCTION simhash_internal.registry_view_defaults(table_name regclass, checked_view text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  col record;
+BEGIN
+  FOR col IN SELECT v.attname, pg_get_expr(td.adbin, td.adrelid) AS want, pg_get_expr(vd.adbin, vd.adrelid) AS have
+             FROM pg_attribute v
+             JOIN pg_attribute a ON a.attrelid = table_name AND a.attname = v.attname AND NOT a.attisdropped
+                                    AND a.attgenerated = ''
+             LEFT JOIN pg_attrdef td ON td.adrelid = a.attrelid AND td.adnum = a.attnum
+             LEFT JOIN pg_attrdef vd ON vd.adrelid = v.attrelid AND vd.adnum = v.attnum
+             WHERE v.attrelid = to_regclass(checked_view) AND v.attnum > 0 AND NOT v.attisdropped LOOP
+    CONTINUE WHEN col.want IS NOT DISTINCT FROM col.have;
+    EXECUTE format('ALTER VIEW %s ALTER COLUMN %I %s', checked_view, col.attname,
+                   CASE WHEN col.want IS NULL THEN 'DROP DEFAULT' ELSE 'SET DEFAULT ' || col.want END);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_view_defaults(regclass, text) IS
+  'Gives the columns of the view of a registry attachment the table''s defaults';
+
+-- sql/src/registry.sql
+CREATE OR REPLACE FUNCTION simhash_internal.registry_view(table_name regclass, text_column name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  names record;
+  registered name;
+  derived name[];
+  rel_schema name;
+  rel_name name;
+  checked_view text;
+  view_oid oid;
+  coordinator boolean;
+  columns text;
+  ddl_propagation text;
+BEGIN
+  -- Only on the coordinator, for the distributed table itself: the view is the coordinator's alone.
+  IF NOT EXISTS (SELECT FROM pg_extension e WHERE e.extname = 'citus')
+     OR (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS DISTINCT FROM 'h' THEN
+    RETURN;
+  END IF;
+  EXECUTE 'SELECT pg_catalog.citus_is_coordinator()' INTO coordinator;
+  IF NOT coordinator THEN
+    RETURN;
+  END IF;
+  SELECT n.nspname, c.relname INTO rel_schema, rel_name
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = table_name;
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  registered := names.registered_column;
+  derived := array_remove(att.fingerprint_column || att.band_columns || att.flag_column || registered, NULL);
+  checked_view := format('%I.%I', rel_schema, names.checked_view);
+  -- The view is named after the table and its trigger names the table: a table renamed (or moved
+  -- to another schema) would leave behind a view under the old name, writing to a name that is gone.
+  IF EXISTS (SELECT FROM pg_trigger t JOIN pg_class v ON v.oid = t.tgrelid
+             WHERE t.tgfoid = 'simhash_internal.registry_insert()'::regprocedure
+               AND (simhash_internal.trigger_args(t.tgargs))[2] = text_column::text
+               AND v.oid IS DISTINCT FROM to_regclass(checked_view)
+               AND EXISTS (SELECT FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                           WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = v.oid AND d.refobjid = table_name)) THEN
+    RAISE EXCEPTION 'cannot rename table "%" or move it to another schema: its column "%" is attached with registry => true',
+      rel_name, text_column
+      USING ERRCODE = '0A000',
+            HINT = 'Detach it with simhash_detach(), rename or move the table, and attach it again.';
+  END IF;
+  SELECT c.oid INTO view_oid FROM pg_class c
+  WHERE c.oid = to_regclass(checked_view) AND c.relkind = 'v';
+  ddl_propagation := current_setting('citus.enable_ddl_propagation');
+  -- The view stays on the coordinator: Citus would copy it to the workers, which do not need it,
+  -- and refuses its column defaults.
+  PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+  IF view_oid IS NULL THEN
+    SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO columns
+    FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.attgenerated = '' AND NOT (a.attname = ANY (derived));
+    EXECUTE format('CREATE VIEW %s AS SELECT %s FROM %s t', checked_view, columns, table_name);
+    EXECUTE format('CREATE TRIGGER %I INSTEAD OF INSERT ON %s FOR EACH ROW '
+                   'EXECUTE FUNCTION simhash_internal.registry_insert(%L, %L)',
+                   att.trigger_name, checked_view, table_name::text, text_column);
+  ELSE
+    PERFORM simhash_internal.registry_view_sync(table_name, view_oid, checked_view, derived);
+  END IF;
+  PERFORM simhash_internal.registry_view_defaults(table_name, checked_view);
+  PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
+  -- A write to the table itself that gives no registered fingerprint is refused on the coordinator.
+  IF NOT EXISTS (SELECT FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                 JOIN pg_depend p ON p.classid = 'pg_attrdef'::regclass AND p.objid = d.oid
+                   AND p.refclassid = 'pg_proc'::regclass
+                   AND p.refobjid = 'simhash_internal.registry_unchecked(text, text, text)'::regprocedure
+                 WHERE a.attrelid = table_name AND a.attname = registered) THEN
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT simhash_internal.registry_unchecked(%L, %L, %L)',
+                   table_name, registered, table_name::text, text_column, checked_view);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_view(regclass, name) IS
+  'Makes the view of a registry attachment, or brings its columns and defaults in step with the table';
 
 -- sql/src/online.sql
 -- simhash_attach_concurrently() (src/online.rs): the steps of an online attach that are SQL, and

@@ -306,6 +306,74 @@ $$;
 COMMENT ON FUNCTION simhash_internal.registry_unchecked(text, text, text) IS
   'The default of the registered-fingerprint column of a registry attachment, which refuses the write';
 
+-- Renames the columns of the view view_oid of a registry attachment of table_name after the
+-- table's columns its rule reads, and adds the table's new columns at its end (the table's
+-- columns but the generated ones and the derived ones).
+CREATE FUNCTION simhash_internal.registry_view_sync(table_name regclass, view_oid oid, checked_view text, derived name[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  col record;
+  columns text;
+BEGIN
+  -- The view's columns are the table's columns its rule reads, in the same order (ascending
+  -- attribute numbers): a column renamed in the table still has its old name in the view.
+  FOR col IN SELECT v.attname AS old_name, b.attname AS new_name
+             FROM (SELECT a.attname, row_number() OVER (ORDER BY a.attnum) AS n FROM pg_attribute a
+                   WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped) v
+             JOIN (SELECT k.attnum, row_number() OVER (ORDER BY k.attnum) AS n
+                   FROM (SELECT DISTINCT d.refobjsubid FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                         WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = view_oid
+                           AND d.refobjid = table_name AND d.refobjsubid > 0) k(attnum)) k USING (n)
+             JOIN pg_attribute b ON b.attrelid = table_name AND b.attnum = k.attnum
+             WHERE v.attname <> b.attname LOOP
+    EXECUTE format('ALTER VIEW %s RENAME COLUMN %I TO %I', checked_view, col.old_name, col.new_name);
+  END LOOP;
+  -- The table's new columns, at the end of the view.
+  SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO columns
+  FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
+    AND a.attgenerated = '' AND NOT (a.attname = ANY (derived))
+    AND a.attnum > (SELECT max(d.refobjsubid) FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                    WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = view_oid AND d.refobjid = table_name);
+  IF columns IS NOT NULL THEN
+    EXECUTE format('CREATE OR REPLACE VIEW %s AS SELECT %s, %s FROM %s t', checked_view,
+                   (SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) FROM pg_attribute a
+                    WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped),
+                   columns, table_name);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_view_sync(regclass, oid, text, name[]) IS
+  'Brings the columns of the view of a registry attachment in step with the table';
+
+-- Gives the columns of the view checked_view of a registry attachment of table_name the table's
+-- defaults (an INSERT through it that leaves a column out gets the table's default, not NULL).
+CREATE FUNCTION simhash_internal.registry_view_defaults(table_name regclass, checked_view text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  col record;
+BEGIN
+  FOR col IN SELECT v.attname, pg_get_expr(td.adbin, td.adrelid) AS want, pg_get_expr(vd.adbin, vd.adrelid) AS have
+             FROM pg_attribute v
+             JOIN pg_attribute a ON a.attrelid = table_name AND a.attname = v.attname AND NOT a.attisdropped
+                                    AND a.attgenerated = ''
+             LEFT JOIN pg_attrdef td ON td.adrelid = a.attrelid AND td.adnum = a.attnum
+             LEFT JOIN pg_attrdef vd ON vd.adrelid = v.attrelid AND vd.adnum = v.attnum
+             WHERE v.attrelid = to_regclass(checked_view) AND v.attnum > 0 AND NOT v.attisdropped LOOP
+    CONTINUE WHEN col.want IS NOT DISTINCT FROM col.have;
+    EXECUTE format('ALTER VIEW %s ALTER COLUMN %I %s', checked_view, col.attname,
+                   CASE WHEN col.want IS NULL THEN 'DROP DEFAULT' ELSE 'SET DEFAULT ' || col.want END);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_view_defaults(regclass, text) IS
+  'Gives the columns of the view of a registry attachment the table''s defaults';
+
 -- Makes the view <table>_<column>_checked of a registry attachment, or brings it in step with the
 -- table: simhash_attach() calls it once, and the event trigger below after every ALTER TABLE of
 -- the table on the coordinator. The view keeps its columns, privileges and trigger: a column
@@ -328,7 +396,6 @@ DECLARE
   checked_view text;
   view_oid oid;
   coordinator boolean;
-  col record;
   columns text;
   ddl_propagation text;
 BEGIN
@@ -375,45 +442,9 @@ BEGIN
                    'EXECUTE FUNCTION simhash_internal.registry_insert(%L, %L)',
                    att.trigger_name, checked_view, table_name::text, text_column);
   ELSE
-    -- The view's columns are the table's columns its rule reads, in the same order (ascending
-    -- attribute numbers): a column renamed in the table still has its old name in the view.
-    FOR col IN SELECT v.attname AS old_name, b.attname AS new_name
-               FROM (SELECT a.attname, row_number() OVER (ORDER BY a.attnum) AS n FROM pg_attribute a
-                     WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped) v
-               JOIN (SELECT k.attnum, row_number() OVER (ORDER BY k.attnum) AS n
-                     FROM (SELECT DISTINCT d.refobjsubid FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
-                           WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = view_oid
-                             AND d.refobjid = table_name AND d.refobjsubid > 0) k(attnum)) k USING (n)
-               JOIN pg_attribute b ON b.attrelid = table_name AND b.attnum = k.attnum
-               WHERE v.attname <> b.attname LOOP
-      EXECUTE format('ALTER VIEW %s RENAME COLUMN %I TO %I', checked_view, col.old_name, col.new_name);
-    END LOOP;
-    -- The table's new columns, at the end of the view.
-    SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) INTO columns
-    FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped
-      AND a.attgenerated = '' AND NOT (a.attname = ANY (derived))
-      AND a.attnum > (SELECT max(d.refobjsubid) FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
-                      WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class = view_oid AND d.refobjid = table_name);
-    IF columns IS NOT NULL THEN
-      EXECUTE format('CREATE OR REPLACE VIEW %s AS SELECT %s, %s FROM %s t', checked_view,
-                     (SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY a.attnum) FROM pg_attribute a
-                      WHERE a.attrelid = view_oid AND a.attnum > 0 AND NOT a.attisdropped),
-                     columns, table_name);
-    END IF;
+    PERFORM simhash_internal.registry_view_sync(table_name, view_oid, checked_view, derived);
   END IF;
-  -- The view's defaults are the table's (an INSERT through it that leaves a column out gets the
-  -- table's default, not NULL).
-  FOR col IN SELECT v.attname, pg_get_expr(td.adbin, td.adrelid) AS want, pg_get_expr(vd.adbin, vd.adrelid) AS have
-             FROM pg_attribute v
-             JOIN pg_attribute a ON a.attrelid = table_name AND a.attname = v.attname AND NOT a.attisdropped
-                                    AND a.attgenerated = ''
-             LEFT JOIN pg_attrdef td ON td.adrelid = a.attrelid AND td.adnum = a.attnum
-             LEFT JOIN pg_attrdef vd ON vd.adrelid = v.attrelid AND vd.adnum = v.attnum
-             WHERE v.attrelid = to_regclass(checked_view) AND v.attnum > 0 AND NOT v.attisdropped LOOP
-    CONTINUE WHEN col.want IS NOT DISTINCT FROM col.have;
-    EXECUTE format('ALTER VIEW %s ALTER COLUMN %I %s', checked_view, col.attname,
-                   CASE WHEN col.want IS NULL THEN 'DROP DEFAULT' ELSE 'SET DEFAULT ' || col.want END);
-  END LOOP;
+  PERFORM simhash_internal.registry_view_defaults(table_name, checked_view);
   PERFORM set_config('citus.enable_ddl_propagation', ddl_propagation, true);
   -- A write to the table itself that gives no registered fingerprint is refused on the coordinator.
   IF NOT EXISTS (SELECT FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum

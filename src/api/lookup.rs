@@ -107,14 +107,13 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, query: Query) -> pg_
         Query::Text => (Given::Text(given), optional(2), optional(4)),
         Query::Signature => (Given::Signature(given), None, optional(2)),
     };
-    let schema = std::cell::OnceCell::new();
     let lookup = Lookup {
         heap,
         att: &att,
         given,
         max_distance: max_distance.map(|d| d.value() as i32),
         threshold: threshold.map(|d| f64::from_bits(d.value() as u64)),
-        ext_schema: schema.get_or_init(|| crate::catalog::extension_schema(fcinfo)),
+        ext_schema: &|| crate::catalog::extension_schema(fcinfo),
     };
     crate::method::near_duplicates(&lookup, &mut |item, found| put_row(rsinfo, item, found));
     pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);

@@ -35,8 +35,9 @@ pub struct Lookup<'a> {
     pub given: Given,
     pub max_distance: Option<i32>,
     pub threshold: Option<f64>,
-    /// The extension's schema, quoted: where the SQL form of a lookup is called.
-    pub ext_schema: &'a str,
+    /// The extension's schema, quoted: where the SQL form of a lookup is called (asked for only
+    /// then: it is a catalog read).
+    pub ext_schema: &'a dyn Fn() -> String,
 }
 
 /// Opens table `relid` for a lookup, or raises 42809 for a relation that is no table.

@@ -41,13 +41,13 @@ pub unsafe fn near_duplicates(
     match crate::citus::distribution(relid) {
         Some(dist) => {
             refuse_unless_hash_distributed(heap, &dist);
-            sql_near_duplicates(lookup.ext_schema, heap, att, sim, query, k, on_row)
+            sql_near_duplicates(&(lookup.ext_schema)(), heap, att, sim, query, k, on_row)
         }
         // The band indexes are read directly, where no policy applies: under row-level security
         // the lookup runs as the query of simhash_near_duplicates_sql(), which the executor
         // filters with the caller's policies.
         None if crate::privileges::row_security_applies(relid) => {
-            sql_near_duplicates(lookup.ext_schema, heap, att, sim, query, k, on_row)
+            sql_near_duplicates(&(lookup.ext_schema)(), heap, att, sim, query, k, on_row)
         }
         None => {
             for (distance, item) in local_near_duplicates(heap, att, sim, query, k) {
