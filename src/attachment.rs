@@ -173,6 +173,16 @@ pub enum Method {
     MinHash(MinHashSettings),
 }
 
+impl Method {
+    /// The type of the column that stores a text's value (fingerprint or signature), and its name.
+    pub fn stored_type(&self) -> (pg_sys::Oid, &'static str) {
+        match self {
+            Method::SimHash(_) => (pg_sys::INT8OID, "bigint"),
+            Method::MinHash(_) => (pg_sys::BYTEAOID, "bytea"),
+        }
+    }
+}
+
 /// What a SimHash attachment stores and compares.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SimHashSettings {

@@ -82,10 +82,8 @@ pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
                 &[pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID],
                 "text, varchar or char",
             );
-            match att.minhash() {
-                Some(_) => check_type(tupdesc, fp_att, &table, &[pg_sys::BYTEAOID], "bytea"),
-                None => check_type(tupdesc, fp_att, &table, &[pg_sys::INT8OID], "bigint"),
-            }
+            let (value_type, type_name) = att.method.stored_type();
+            check_type(tupdesc, fp_att, &table, &[value_type], type_name);
             let flag_att = attnum_of(tupdesc, &att.flag_column()).map(i32::from);
             let scope = att.scope_column.as_deref().map(|column| {
                 let n = attnum(tupdesc, column, &table);

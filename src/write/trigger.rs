@@ -334,7 +334,13 @@ pub unsafe fn on_inserted(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Str
             scope: None,
             copy: Some(CopyCommand::of(tuple)),
         };
-        let (key_columns, nearest) = find_nearest(ext_schema, &setup.att, &row, None);
+        let (key_columns, nearest) = find_nearest(
+            ext_schema,
+            &setup.att,
+            setup.att.simhash_only("the statement-end check"),
+            &row,
+            None,
+        );
         if let Some(n) = nearest {
             raise_duplicate(&setup.att, &relation_name(rel), &key_columns, &n);
         }

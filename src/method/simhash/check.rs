@@ -38,11 +38,11 @@ unsafe fn checked_tables(row: &Written) -> Vec<pg_sys::Oid> {
 /// sees them.
 unsafe fn nearest_row(
     att: &Attachment,
+    sim: &SimHashSettings,
     row: &Written,
     snapshot: pg_sys::Snapshot,
 ) -> Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> {
     let relid = (*row.heap).rd_id;
-    let sim = att.simhash_only("the nearest-row search");
     let mut best: Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> = None;
     for table in checked_tables(row) {
         let own = table == relid;
@@ -95,6 +95,7 @@ unsafe fn nearest_row(
 pub unsafe fn find_nearest(
     ext_schema: impl FnOnce() -> String,
     att: &Attachment,
+    sim: &SimHashSettings,
     row: &Written,
     flag_attr: Option<&pg_sys::FormData_pg_attribute>,
 ) -> (String, Option<Nearest>) {
@@ -103,7 +104,7 @@ pub unsafe fn find_nearest(
     // transaction committed while this one waited on the locks.
     pg_sys::CommandCounterIncrement();
     let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
-    let Some((distance, relid, tid)) = nearest_row(att, row, snapshot) else {
+    let Some((distance, relid, tid)) = nearest_row(att, sim, row, snapshot) else {
         pg_sys::UnregisterSnapshot(snapshot);
         return (String::new(), None);
     };
@@ -145,6 +146,6 @@ pub unsafe fn check_written(
         scope: row.scope,
         copy: None,
     };
-    let (key_columns, nearest) = find_nearest(row.ext_schema, att, &written, row.flag_attr);
+    let (key_columns, nearest) = find_nearest(row.ext_schema, att, sim, &written, row.flag_attr);
     nearest.map(|n| (key_columns, n))
 }

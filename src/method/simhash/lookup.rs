@@ -169,12 +169,11 @@ pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: 
         return ShardProbe::Declined;
     }
     let att = crate::attachment::find(heap, Some(text_column), crate::catalog::extension_namespace());
-    if att.minhash().is_some() {
+    let crate::attachment::Method::SimHash(sim) = &att.method else {
         // A registry is SimHash's alone (attach refuses MinHash): nothing to say about a signature.
         pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
         return ShardProbe::Declined;
-    }
-    let sim = att.simhash_only("a shard's probe");
+    };
     // Four bands of many probe values each, in a transaction of its own: the leaf lists at once.
     // Nearest first.
     let nearest = crate::storage::leafmap::eager(|| local_near_duplicates(heap, &att, sim, query, k))
