@@ -76,7 +76,7 @@ CREATE FUNCTION pg_temp.objects(t regclass) RETURNS TABLE (relation regclass, ki
   FROM p JOIN pg_constraint k ON k.conrelid = p.relid WHERE k.contype = 'c'
   UNION ALL
   SELECT p.relid, 'trigger', g.tgname FROM p JOIN pg_trigger g ON g.tgrelid = p.relid
-  WHERE NOT g.tgisinternal
+  WHERE NOT g.tgisinternal OR g.tgparentid <> 0  -- a partition's clone is internal up to PostgreSQL 14
   UNION ALL
   SELECT p.relid, 'index', regexp_replace(pg_get_indexdef(i.indexrelid), '^.* USING ', '')
          || CASE WHEN i.indisvalid THEN '' ELSE ' INVALID' END
