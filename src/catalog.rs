@@ -183,7 +183,15 @@ pub unsafe fn own_namespace(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
 /// # Safety
 /// `fcinfo` must be the call's.
 pub unsafe fn extension_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
-    pgrx::spi::quote_identifier(cstr_utf8(pg_sys::get_namespace_name(own_namespace(fcinfo))))
+    schema_name(own_namespace(fcinfo))
+}
+
+/// The name of schema `namespace`, quoted for SQL.
+///
+/// # Safety
+/// In a transaction (a syscache lookup).
+pub unsafe fn schema_name(namespace: pg_sys::Oid) -> String {
+    pgrx::spi::quote_identifier(cstr_utf8(pg_sys::get_namespace_name(namespace)))
 }
 
 thread_local! {

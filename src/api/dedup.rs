@@ -4,6 +4,7 @@
 use pgrx::prelude::*;
 
 use crate::catalog::RegClass;
+use crate::dedup::table::Asked;
 use crate::text::ServerText;
 
 /// Every near-duplicate pair of an attached table within `max_distance` (default: the attached one),
@@ -26,7 +27,7 @@ fn pairs(
     ),
 > {
     TableIterator::new(
-        crate::dedup::pairs(table_name, max_distance, text_column, threshold)
+        crate::dedup::pairs(required(table_name), &asked(max_distance, text_column, threshold))
             .map(|(a, b, d, s)| (ServerText(a), ServerText(b), d, s)),
     )
 }
@@ -48,8 +49,31 @@ fn clusters(
         name!(cluster_size, i64),
     ),
 > {
-    let (keys, representative) = crate::dedup::clusters(table_name, max_distance, text_column, threshold);
+    let (keys, representative) =
+        crate::dedup::clusters(required(table_name), &asked(max_distance, text_column, threshold));
     cluster_table(keys, representative)
+}
+
+/// The table argument, which must not be NULL (SQLSTATE 22004).
+fn required(table: Option<RegClass>) -> pg_sys::Oid {
+    crate::errors::arm_allocator();
+    let Some(table) = table else {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "table_name must not be NULL"
+        );
+    };
+    table.0
+}
+
+/// What a call asked for.
+fn asked<'a>(max_distance: Option<i32>, text_column: Option<&'a str>, threshold: Option<f64>) -> Asked<'a> {
+    Asked {
+        max_distance,
+        threshold,
+        text_column,
+    }
 }
 
 /// Every row's key with its cluster's representative and size.

@@ -7,7 +7,9 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
 use crate::attachment::RowKey;
-use crate::dedup::table::{check_method_options, connect_with_safe_search_path, utf8_key, Table};
+use crate::dedup::table::{
+    check_method_options, connect_with_safe_search_path, for_each_batch, utf8_key, Asked, Table,
+};
 use crate::progress::Reporter;
 
 /// `simhash.dedup_on_workers`: whether dedup of a Citus table pairs on its workers.
@@ -28,26 +30,24 @@ pub fn register_settings() {
 /// in a table distributed by bucket, under the k+1 buckets of its parts
 /// (`simhash_registry_buckets`); each worker groups its buckets and pairs each one
 /// (`simhash_internal.bucket_pairs`), keeping a pair in the bucket of the first part the two rows
-/// share. With `keys`, also every row's key (rows without a fingerprint included), in key order,
-/// for clusters.
+/// share.
 pub struct Distributed {
     pub keys: Vec<String>,
     pub pairs: Vec<(String, String, i32)>,
 }
 
-/// What a dedup asked for.
-pub struct Asked<'a> {
-    pub max_distance: Option<i32>,
-    pub threshold: Option<f64>,
-    pub text_column: Option<&'a str>,
-    /// Every row's key too (clusters).
-    pub with_keys: bool,
-}
-
 /// The search on the workers of table `relid`, or None when it is not a hash-distributed table
 /// with a SimHash attachment and a primary key, the transaction cannot write the bucket table (read
 /// only, or no CREATE in the table's schema), or `simhash.dedup_on_workers` is off.
-pub fn distributed_search(relid: pg_sys::Oid, asked: &Asked, reporter: &mut Reporter) -> Option<Distributed> {
+///
+/// With `with_keys`, also every row's key (rows without a fingerprint included), in key order, for
+/// clusters.
+pub fn distributed_search(
+    relid: pg_sys::Oid,
+    asked: &Asked,
+    with_keys: bool,
+    reporter: &mut Reporter,
+) -> Option<Distributed> {
     // Known from a cached catalog read: any other table is left to the coordinator without more work.
     let hash_distributed = unsafe { super::distribution(relid) }.is_some_and(|d| d.hash_distributed());
     if !hash_distributed || !DEDUP_ON_WORKERS.get() || unsafe { pg_sys::XactReadOnly } {
@@ -69,7 +69,7 @@ pub fn distributed_search(relid: pg_sys::Oid, asked: &Asked, reporter: &mut Repo
         reporter.report(|| "pairing each bucket on its worker".into());
         let pairs = worker_pairs(client, &buckets, columns, k, reporter);
         run(client, &format!("DROP TABLE {buckets}"), reporter.what);
-        let keys = if asked.with_keys {
+        let keys = if with_keys {
             all_keys(client, &table)
         } else {
             Vec::new()
@@ -83,11 +83,6 @@ fn run(client: &mut SpiClient<'_>, sql: &str, what: &str) {
     client
         .update(sql, None, &[])
         .unwrap_or_else(|e| pgrx::error!("{what}: {e} (in {sql})"));
-}
-
-/// The quoted name of schema `oid`.
-fn schema_name(oid: pg_sys::Oid) -> String {
-    pgrx::spi::quote_identifier(unsafe { crate::catalog::cstr_utf8(pg_sys::get_namespace_name(oid)) })
 }
 
 /// Creates the bucket table beside table `relid` (for the length of this call), distributed by
@@ -106,9 +101,11 @@ fn create_buckets(client: &mut SpiClient<'_>, relid: pg_sys::Oid, what: &str) ->
     if may_create != Some(true) {
         return None;
     }
-    let buckets = format!("{}.simhash_pairs_{}", schema_name(rel_namespace), unsafe {
-        pg_sys::MyProcPid
-    });
+    let buckets = format!(
+        "{}.simhash_pairs_{}",
+        unsafe { crate::catalog::schema_name(rel_namespace) },
+        unsafe { pg_sys::MyProcPid }
+    );
     let key_types: Vec<String> = client
         .select(
             "SELECT pg_catalog.format('%I %s', p.attname, p.atttype) FROM simhash_internal.primary_key($1) p ORDER BY p.ord",
@@ -146,7 +143,7 @@ fn file_rows(
     k: u32,
     what: &str,
 ) {
-    let ext = schema_name(namespace);
+    let ext = unsafe { crate::catalog::schema_name(namespace) };
     let fp = pgrx::spi::quote_identifier(table.att.fingerprint_column());
     run(
         client,
@@ -186,12 +183,7 @@ fn worker_pairs(
          CROSS JOIN LATERAL simhash_internal.bucket_pairs(g.lock_key >> 8, g.fps, {k}) p"
     );
     let mut pairs = Vec::new();
-    let mut cursor = client.open_cursor(&query, &[]);
-    loop {
-        let batch = cursor.fetch(10_000).expect("reading the pairs failed");
-        if batch.is_empty() {
-            break;
-        }
+    for_each_batch(client, &query, "the pairs", |batch| {
         for row in batch {
             pairs.push((
                 utf8(&row, 1),
@@ -201,7 +193,7 @@ fn worker_pairs(
         }
         let found = pairs.len();
         reporter.report(|| format!("{found} pairs within distance {k} received from the workers"));
-    }
+    });
     pairs
 }
 
@@ -214,13 +206,8 @@ fn all_keys(client: &mut SpiClient<'_>, table: &Table) -> Vec<String> {
         table.key.order_by("t")
     );
     let mut keys = Vec::new();
-    let mut cursor = client.open_cursor(&query, &[]);
-    loop {
-        let batch = cursor.fetch(10_000).expect("reading the keys failed");
-        if batch.is_empty() {
-            break;
-        }
-        keys.extend(batch.map(|row| utf8(&row, 1)));
-    }
+    for_each_batch(client, &query, "the keys", |batch| {
+        keys.extend(batch.map(|row| utf8(&row, 1)))
+    });
     keys
 }

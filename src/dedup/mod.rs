@@ -8,25 +8,11 @@ pub mod table;
 use pgrx::prelude::*;
 
 use crate::attachment::{Method, RowKey};
-use crate::catalog::RegClass;
-use crate::citus::dedup::{distributed_search, Asked};
+use crate::citus::dedup::distributed_search;
 use crate::method::minhash::dedup::Signed;
 use crate::method::simhash::dedup::Fingerprints;
 use crate::progress::Reporter;
-use table::{check_method_options, utf8_key, Table};
-
-/// The table argument, which must not be NULL (SQLSTATE 22004).
-fn required(table: Option<RegClass>) -> pg_sys::Oid {
-    crate::errors::arm_allocator();
-    let Some(table) = table else {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            "table_name must not be NULL"
-        );
-    };
-    table.0
-}
+use table::{check_method_options, for_each_batch, utf8_key, Asked, Table};
 
 /// The stored values of a table's rows, in key order, as the attachment's method compares them.
 enum Values {
@@ -72,12 +58,7 @@ fn read_rows(relid: pg_sys::Oid, asked: &Asked, reporter: &mut Reporter) -> (Vec
             table.key.order_by("t"),
         );
         let mut keys = Vec::new();
-        let mut cursor = client.open_cursor(&query, &[]);
-        loop {
-            let batch = cursor.fetch(10_000).expect("reading the table failed");
-            if batch.is_empty() {
-                break;
-            }
+        for_each_batch(client, &query, "the table", |batch| {
             for row in batch {
                 keys.push(utf8_key(row.get::<Vec<u8>>(1).ok().flatten().unwrap_or_default()));
                 match &mut values {
@@ -89,7 +70,7 @@ fn read_rows(relid: pg_sys::Oid, asked: &Asked, reporter: &mut Reporter) -> (Vec
             }
             let read = keys.len();
             reporter.report(|| format!("read {read} rows"));
-        }
+        });
         (keys, values)
     })
 }
@@ -101,24 +82,12 @@ pub type Pair = (String, String, Option<i32>, Option<f64>);
 /// Every near-duplicate pair of an attached table within `max_distance` (default: the attached
 /// one), or for a MinHash attachment every pair that shares an LSH band with at least `threshold`
 /// (default: the attached one); pairs of identical fingerprints are expanded as they are read.
-pub fn pairs(
-    table_name: Option<RegClass>,
-    max_distance: Option<i32>,
-    text_column: Option<&str>,
-    threshold: Option<f64>,
-) -> Box<dyn Iterator<Item = Pair>> {
+pub fn pairs(relid: pg_sys::Oid, asked: &Asked) -> Box<dyn Iterator<Item = Pair>> {
     let mut reporter = Reporter::new("simhash_pairs");
-    let relid = required(table_name);
-    let asked = Asked {
-        max_distance,
-        threshold,
-        text_column,
-        with_keys: false,
-    };
-    if let Some(found) = distributed_search(relid, &asked, &mut reporter) {
+    if let Some(found) = distributed_search(relid, asked, false, &mut reporter) {
         return Box::new(found.pairs.into_iter().map(|(a, b, d)| (a, b, Some(d), None)));
     }
-    let (keys, values) = read_rows(relid, &asked, &mut reporter);
+    let (keys, values) = read_rows(relid, asked, &mut reporter);
     let key = move |i: u32| keys[i as usize].clone();
     match values {
         Values::SimHash(fps) => Box::new(
@@ -136,25 +105,13 @@ pub fn pairs(
 
 /// Every row's key and the index of its cluster's representative (the cluster's first row in key
 /// order) among them: the connected components of [`pairs`]'s pairs.
-pub fn clusters(
-    table_name: Option<RegClass>,
-    max_distance: Option<i32>,
-    text_column: Option<&str>,
-    threshold: Option<f64>,
-) -> (Vec<String>, Vec<u32>) {
+pub fn clusters(relid: pg_sys::Oid, asked: &Asked) -> (Vec<String>, Vec<u32>) {
     let mut reporter = Reporter::new("simhash_clusters");
-    let relid = required(table_name);
-    let asked = Asked {
-        max_distance,
-        threshold,
-        text_column,
-        with_keys: true,
-    };
-    if let Some(found) = distributed_search(relid, &asked, &mut reporter) {
+    if let Some(found) = distributed_search(relid, asked, true, &mut reporter) {
         let representative = clusters_of_pairs(&found.keys, &found.pairs);
         return (found.keys, representative);
     }
-    let (keys, values) = read_rows(relid, &asked, &mut reporter);
+    let (keys, values) = read_rows(relid, asked, &mut reporter);
     let representative = match values {
         Values::SimHash(fps) => fps.clusters(&mut reporter),
         Values::MinHash(signed) => signed.clusters(keys.len(), &mut reporter),

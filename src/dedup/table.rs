@@ -37,9 +37,36 @@ impl Table {
     }
 }
 
+/// What a dedup asked for.
+pub struct Asked<'a> {
+    pub max_distance: Option<i32>,
+    pub threshold: Option<f64>,
+    pub text_column: Option<&'a str>,
+}
+
 /// A key read as UTF-8 bytes (`convert_to(..., 'UTF8')`: pgrx reads `text` as UTF-8 only).
 pub fn utf8_key(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
+}
+
+/// Runs `query` through a cursor, handing `on_batch` each batch of up to 10,000 rows: a table's
+/// keys and values are read in bounded pieces (`what` names what is read, for a failed fetch).
+pub fn for_each_batch(
+    client: &pgrx::spi::SpiClient<'_>,
+    query: &str,
+    what: &str,
+    mut on_batch: impl FnMut(pgrx::spi::SpiTupleTable<'_>),
+) {
+    let mut cursor = client.open_cursor(query, &[]);
+    loop {
+        let batch = cursor
+            .fetch(10_000)
+            .unwrap_or_else(|e| panic!("reading {what} failed: {e:?}"));
+        if batch.is_empty() {
+            break;
+        }
+        on_batch(batch);
+    }
 }
 
 /// `Spi::connect_mut` with the search path `pg_catalog, pg_temp` (`crate::privileges`): no name in
@@ -51,11 +78,10 @@ pub fn connect_with_safe_search_path<R>(f: impl FnOnce(&mut pgrx::spi::SpiClient
 /// Refuses the setting of the other method: `max_distance` for MinHash, `threshold` for SimHash
 /// (22023), and a threshold outside 0–1.
 pub fn check_method_options(what: &str, table: &Table, max_distance: Option<i32>, threshold: Option<f64>) {
+    use crate::attachment::{ereport_now, invalid_value, valid_threshold};
     let column = &table.att.text_column;
     // Raised inside `Spi::connect`, where pgrx re-raises a PostgreSQL error as it is.
-    let refuse = |message: String| -> ! {
-        ereport!(ERROR, PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message);
-    };
+    let refuse = |message: String| -> ! { ereport_now(invalid_value(message)) };
     match (table.att.minhash(), max_distance, threshold) {
         (Some(_), Some(_), _) => refuse(format!(
             "{what}: column \"{column}\" of {} is attached with method 'minhash': give a threshold, not max_distance",
@@ -65,7 +91,11 @@ pub fn check_method_options(what: &str, table: &Table, max_distance: Option<i32>
             "{what}: column \"{column}\" of {} is attached with method 'simhash': give max_distance, not a threshold",
             table.qualified
         )),
-        (Some(_), None, Some(t)) => drop(crate::attachment::valid_threshold(t).unwrap_or_else(|e| refuse(e.message))),
+        (Some(_), None, Some(t)) => {
+            if let Err(e) = valid_threshold(t) {
+                ereport_now(e)
+            }
+        }
         _ => {}
     }
 }
