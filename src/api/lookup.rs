@@ -96,8 +96,8 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, query: Query) -> pg_
     let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
     let heap = open_table(relid);
     let att = crate::attachment::find(heap, text_column.as_deref(), own_namespace(fcinfo));
-    let given = (!arg_null(fcinfo, 1)).then(|| arg(fcinfo, 1));
     let optional = |i: usize| ((*fcinfo).nargs as usize > i && !arg_null(fcinfo, i)).then(|| arg(fcinfo, i));
+    let given = optional(1);
     let (given, max_distance, threshold) = match query {
         Query::Fingerprint => (
             Given::Fingerprint(given.map(|d| d.value() as i64 as u64)),

@@ -1,6 +1,7 @@
 //! The methods of finding near-duplicates (docs/ARCHITECTURE.md §15). Each method is a module
 //! with its own settings (`crate::attachment::Method`) and engine: how a text becomes the value
-//! stored (`value`), how a written row is checked (`check`), how a lookup finds rows (`lookup`).
+//! stored (`simhash::fingerprint`, `minhash::lsh`), how a written row is checked (`check`), how a
+//! lookup finds rows (`lookup`), how a table is deduplicated (`dedup`).
 //! Here is the one interface the trigger, the lookups and dedup call, one `match` on the method
 //! per operation: a new method is a new module and one new arm in each.
 
@@ -73,9 +74,7 @@ impl Value {
             Value::MinHash(sig) => sig.as_ref().map(|s| simhash_core::hash::fnv1a64(&s.encode())),
         }
     }
-}
 
-impl Value {
     /// The value of `text` (None: NULL) with the attachment's method and options.
     pub fn of(att: &Attachment, text: Option<Text>) -> Value {
         match &att.method {
