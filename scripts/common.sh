@@ -86,10 +86,10 @@ use_pg() {
 
 select_pg "${PG_CONFIG:-$DEBIAN_PG_CONFIG}"
 
-ensure_packages() {
-    local missing=()
-    # postgresql-client-15: psql, pg_dump, pgbench; postgresql-contrib: amcheck (tests/robustness).
-    for pkg in postgresql-15 postgresql-client-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo; do
+# ensure_apt PACKAGE...: installs with apt those of the Debian packages that are not installed.
+ensure_apt() {
+    local missing=() pkg
+    for pkg in "$@"; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
     done
     if ((${#missing[@]})); then
@@ -97,6 +97,11 @@ ensure_packages() {
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
+}
+
+ensure_packages() {
+    # postgresql-client-15: psql, pg_dump, pgbench; postgresql-contrib: amcheck (tests/robustness).
+    ensure_apt postgresql-15 postgresql-client-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo
 }
 
 ensure_pgrx() {
@@ -178,4 +183,104 @@ private_postgres() {
     chmod -R a+rX "$dir"
     PRIVATE_PKGLIB=$dir$sys_lib
     PG_BIN=$dir$sys_bin
+}
+
+# Citus, for the Citus suite (tests/citus): no package registry reachable from the project's machines
+# has it, so it is built from the unmodified release archives citus-VERSION.tar.gz of the folder
+# $SIMHASH_CITUS_SRC (default: ../shared/citus beside the clone, else /work/shared/citus), Citus
+# 13.2.2 for 15 and 14.0.1 for 16 to 18 (14 has no Citus release here: 13.x supports 15 to 17).
+declare -A CITUS_VERSION=([15]=13.2.2 [16]=14.0.1 [17]=14.0.1 [18]=14.0.1)
+# Builds are kept here, one per Citus version and PostgreSQL version, outside the fresh state of a CI
+# run (.ci/run): a second run, and a fresh wheel of the same version, install the kept files.
+CITUS_CACHE=${SIMHASH_CITUS_CACHE:-/var/cache/simhash_ext/citus}
+
+citus_src() {
+    if [ -n "${SIMHASH_CITUS_SRC:-}" ]; then
+        echo "$SIMHASH_CITUS_SRC"
+    elif [ -d "$ROOT/../shared/citus" ]; then
+        (cd "$ROOT/../shared/citus" && pwd)
+    else
+        echo /work/shared/citus
+    fi
+}
+
+# citus_installed: whether citus.so and citus.control are in the PostgreSQL of $PG_CONFIG.
+citus_installed() {
+    [ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ] &&
+        [ -f "$("$PG_CONFIG" --sharedir)/extension/citus.control" ]
+}
+
+# ensure_citus: Citus installed into the PostgreSQL in use, unless it is there already: built once
+# per Citus and PostgreSQL version into $CITUS_CACHE (about 3 minutes on 2 cores), then copied into
+# the server's directories. Fails, naming what is missing, when there is no Citus release for this
+# major or its archive is not in $(citus_src).
+ensure_citus() {
+    citus_installed && return
+    local version=${CITUS_VERSION[$PG_MAJOR]:-}
+    if [ -z "$version" ]; then
+        echo "no Citus release for PostgreSQL $PG_MAJOR here (Citus: ${!CITUS_VERSION[*]})" >&2
+        return 1
+    fi
+    local pg_version dirs=(pkglibdir sharedir includedir-server bindir) d
+    pg_version=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([^ ]+).*/\1/')
+    local cache=$CITUS_CACHE/citus-$version-pg$pg_version
+    if [ ! -f "$cache/complete" ]; then
+        local src archive
+        src=$(citus_src)
+        archive=$src/citus-$version.tar.gz
+        if [ ! -f "$archive" ]; then
+            echo "Citus $version for PostgreSQL $PG_MAJOR: no $archive (SIMHASH_CITUS_SRC names the folder of the Citus release archives)" >&2
+            return 1
+        fi
+        # Citus's build dependencies besides the server headers (curl is configured out).
+        ensure_apt liblz4-dev libzstd-dev libkrb5-dev libssl-dev libicu-dev make gcc
+        log "building Citus $version for PostgreSQL $pg_version ($PG_CONFIG) into $cache (about 3 min; log in $cache.log)"
+        local tmp
+        tmp=$(mktemp -d)
+        rm -rf "$cache" "$cache.partial"
+        mkdir -p "$CITUS_CACHE"
+        : >"$cache.log"
+        tar xzf "$archive" -C "$tmp"
+        # PostgreSQL 15.18 and later declare have_createdb_privilege() themselves, which Citus 13.2.2
+        # also defines: the patch beside the archive includes PostgreSQL's declaration instead.
+        local patch=$src/citus-$version-pg15.18.patch
+        if [ -f "$patch" ] && grep -qs have_createdb_privilege "$("$PG_CONFIG" --includedir-server)/commands/dbcommands.h"; then
+            patch -d "$tmp/citus-$version" -p1 <"$patch" >>"$cache.log"
+        fi
+        # rpath= : no run path to this PostgreSQL's lib directory, so the build also serves another
+        # unpacked copy of the same version (libpq comes from the system's library path).
+        if ! (cd "$tmp/citus-$version" &&
+            ./configure --without-libcurl PG_CONFIG="$PG_CONFIG" &&
+            make -j"$(nproc)" rpath= &&
+            make install rpath= DESTDIR="$tmp/stage") >>"$cache.log" 2>&1; then
+            tail -n 40 "$cache.log" >&2
+            echo "building Citus $version failed: $cache.log" >&2
+            rm -rf "$tmp"
+            return 1
+        fi
+        # Kept relative to the directories of pg_config, so the files go into another copy too.
+        mkdir -p "$cache.partial"
+        for d in "${dirs[@]}"; do
+            if [ -d "$tmp/stage$("$PG_CONFIG" --"$d")" ]; then
+                mv "$tmp/stage$("$PG_CONFIG" --"$d")" "$cache.partial/$d"
+            fi
+        done
+        if [ -n "$(find "$tmp/stage" -type f -print -quit)" ]; then
+            echo "Citus $version installed files outside ${dirs[*]}:" >&2
+            find "$tmp/stage" -type f >&2
+            rm -rf "$tmp" "$cache.partial"
+            return 1
+        fi
+        rm -rf "$tmp"
+        touch "$cache.partial/complete"
+        mv "$cache.partial" "$cache"
+    fi
+    log "installing Citus $version from $cache into $PG_CONFIG's directories"
+    for d in "${dirs[@]}"; do
+        if [ -d "$cache/$d" ]; then
+            cp -r "$cache/$d/." "$("$PG_CONFIG" --"$d")/"
+        fi
+    done
+    # Read by the postgres user, which runs the test servers.
+    chmod -R a+rX "$("$PG_CONFIG" --pkglibdir)" "$("$PG_CONFIG" --sharedir)/extension"
 }

@@ -20,12 +20,6 @@ COORDINATOR=${CITUS_PORTS[0]}
 PORT=$COORDINATOR
 DB=simhash
 
-# citus_installed: whether citus.so and citus.control are in the PostgreSQL of $PG_CONFIG.
-citus_installed() {
-    [ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ] &&
-        [ -f "$("$PG_CONFIG" --sharedir)/extension/citus.control" ]
-}
-
 # qn PORT SQL... : like q, on the node listening on PORT, database $DB.
 qn() {
     local port=$1
