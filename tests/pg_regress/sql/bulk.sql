@@ -48,3 +48,31 @@ COMMIT;
 SELECT sum((xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM many_%s', t), false, true, '')))[1]::text::int) AS rows
 FROM generate_series(1, 12) t;
 DO $$ BEGIN FOR t IN 1..12 LOOP EXECUTE format('DROP TABLE many_%s', t); END LOOP; END $$;
+-- Keys go whatever ends a row's write: a COPY (no statement of the executor) into a 'skip' table, a
+-- primary-key violation after the trigger took them, caught in a subtransaction, and a near-duplicate
+-- error caught the same way. None is held afterwards, in the same transaction.
+CREATE TABLE held (id int PRIMARY KEY, body text);
+SELECT simhash_attach('held', 'body', on_duplicate => 'skip');
+CREATE TABLE held_m (id int PRIMARY KEY, body text);
+SELECT simhash_attach('held_m', 'body', method => 'minhash', on_duplicate => 'error');
+BEGIN;
+COPY held (id, body) FROM STDIN;
+1	The harbour ferry timetable changes in the winter months, with fewer crossings after dark.
+2	Volunteers planted two hundred trees along the river path on Saturday morning.
+\.
+SELECT count(*) AS keys_after_copy FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+DO $$
+BEGIN
+  INSERT INTO held VALUES (1, 'A bakery opened downtown and sells sourdough bread every morning from seven.');
+EXCEPTION WHEN unique_violation THEN RAISE NOTICE 'primary key: %', SQLSTATE;
+END $$;
+INSERT INTO held_m VALUES (1, 'The harbour ferry timetable changes in the winter months, with fewer crossings after dark.');
+DO $$
+BEGIN
+  INSERT INTO held_m VALUES (2, 'The harbour ferry timetable changes in the winter months, with fewer crossings after dark!');
+EXCEPTION WHEN unique_violation THEN RAISE NOTICE 'near-duplicate: %', SQLSTATE;
+END $$;
+SELECT count(*) AS keys_after_errors FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+COMMIT;
+SELECT (SELECT count(*) FROM held) AS held, (SELECT count(*) FROM held_m) AS held_m;
+DROP TABLE held, held_m;
