@@ -130,6 +130,93 @@ pub unsafe fn index_beginscan(
     }
 }
 
+/// `index_beginscan_bitmap` without instrumentation.
+///
+/// # Safety
+/// As `index_beginscan_bitmap`: the index open and locked.
+pub unsafe fn index_beginscan_bitmap(
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+) -> pg_sys::IndexScanDesc {
+    #[cfg(not(feature = "pg18"))]
+    {
+        pg_sys::index_beginscan_bitmap(index, snapshot, nkeys)
+    }
+    #[cfg(feature = "pg18")]
+    {
+        pg_sys::index_beginscan_bitmap(index, snapshot, std::ptr::null_mut(), nkeys)
+    }
+}
+
+/// The most line pointers a heap page of `BLCKSZ` bytes can have (`MaxHeapTuplesPerPage`: a page
+/// header of 24 bytes, a tuple header of 24 and a line pointer of 4 per tuple).
+const MAX_HEAP_TUPLES_PER_PAGE: u16 = ((pg_sys::BLCKSZ - 24) / (24 + 4)) as u16;
+
+/// Calls `f` with every TID of `tbm`, page by page; a lossy page gives every offset a heap page can
+/// have (a fetch by TID of one that is not there finds nothing).
+///
+/// # Safety
+/// `tbm` must be a bitmap built by `index_getbitmap` and not iterated yet.
+pub unsafe fn for_each_tid(tbm: *mut pg_sys::TIDBitmap, f: &mut dyn FnMut(pg_sys::ItemPointerData)) {
+    let mut emit = |block: pg_sys::BlockNumber, offsets: &mut dyn Iterator<Item = u16>| {
+        for offset in offsets {
+            let mut tid = pg_sys::ItemPointerData::default();
+            pgrx::itemptr::item_pointer_set_all(&mut tid, block, offset);
+            f(tid);
+        }
+    };
+    #[cfg(not(feature = "pg18"))]
+    {
+        let iterator = pg_sys::tbm_begin_iterate(tbm);
+        loop {
+            let result = pg_sys::tbm_iterate(iterator);
+            if result.is_null() {
+                break;
+            }
+            let n = (*result).ntuples;
+            if n < 0 {
+                emit((*result).blockno, &mut (1..=MAX_HEAP_TUPLES_PER_PAGE));
+            } else {
+                let offsets = (*result).offsets.as_slice(n as usize).to_vec();
+                emit((*result).blockno, &mut offsets.into_iter());
+            }
+        }
+        pg_sys::tbm_end_iterate(iterator);
+    }
+    #[cfg(feature = "pg18")]
+    {
+        let iterator = pg_sys::tbm_begin_private_iterate(tbm);
+        let mut result = pg_sys::TBMIterateResult::default();
+        let mut offsets = vec![0u16; MAX_HEAP_TUPLES_PER_PAGE as usize];
+        while pg_sys::tbm_private_iterate(iterator, &mut result) {
+            if result.lossy {
+                emit(result.blockno, &mut (1..=MAX_HEAP_TUPLES_PER_PAGE));
+            } else {
+                let n = pg_sys::tbm_extract_page_tuple(&mut result, offsets.as_mut_ptr(), offsets.len() as u32);
+                emit(result.blockno, &mut offsets[..n.max(0) as usize].iter().copied());
+            }
+        }
+        pg_sys::tbm_end_private_iterate(iterator);
+    }
+}
+
+/// A bitmap for `index_getbitmap` of at most `work_mem`.
+///
+/// # Safety
+/// Call inside a transaction; free with `tbm_free`.
+pub unsafe fn tbm_create() -> *mut pg_sys::TIDBitmap {
+    let bytes = pg_sys::work_mem as usize * 1024;
+    #[cfg(not(feature = "pg18"))]
+    {
+        pg_sys::tbm_create(bytes as std::ffi::c_long, std::ptr::null_mut())
+    }
+    #[cfg(feature = "pg18")]
+    {
+        pg_sys::tbm_create(bytes, std::ptr::null_mut())
+    }
+}
+
 /// `heap_fetch` that leaves the buffer pinned in `*buffer` whenever the page was read (PostgreSQL
 /// 14's `heap_fetch` releases it when the tuple is not visible; with `SnapshotAny`, the only
 /// snapshot this extension passes, that happens only for a missing tuple, and then it also sets

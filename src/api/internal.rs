@@ -342,8 +342,8 @@ mod simhash_internal {
         })
     }
 
-    /// Takes, on this node, the advisory locks a write of `fingerprint` into `table_name` takes on
-    /// one node (`crate::check::locks::lock_parts`: k + 1 parts, ascending, held to the end of the
+    /// Takes, on this node, the advisory locks of the k + 1 parts of `fingerprint` on `table_name`
+    /// (`crate::check::locks::lock_for_transaction`: ascending, held to the end of the
     /// transaction): two writers of fingerprints within `max_distance` always share one. The
     /// registry's check on a Citus coordinator takes them before it searches the shards
     /// (docs/ARCHITECTURE.md §8.7).
@@ -352,6 +352,9 @@ mod simhash_internal {
         // Only a writer of the table takes them: these locks make checked writes wait.
         unsafe { crate::privileges::require(table_name.0, pg_sys::ACL_INSERT | pg_sys::ACL_UPDATE) };
         let k = crate::attachment::check_max_distance(max_distance);
-        crate::check::locks::lock_parts(table_name.0, fingerprint as u64, k);
+        crate::check::locks::lock_for_transaction(
+            table_name.0,
+            &crate::check::locks::part_keys(fingerprint as u64, k),
+        );
     }
 }

@@ -1,8 +1,18 @@
-//! The advisory locks that make concurrent near-duplicate writes meet (docs/ARCHITECTURE.md §8.2,
-//! §8.10): SimHash locks k + 1 parts of a fingerprint, MinHash the keys of a signature's LSH bands,
-//! both in one set of held keys per (sub)transaction and table.
+//! The key locks that make a checked write and a concurrent near-duplicate write meet
+//! (docs/ARCHITECTURE.md §8.2, §8.10): SimHash locks k + 1 parts of a fingerprint, MinHash the keys
+//! of a signature's LSH bands.
+//!
+//! A writer holds its row's keys only while the row is not yet in the band indexes: from before
+//! its search until the row is written (released when the next row of the same table starts, when
+//! the statement finishes, or when its portal ends), never until the transaction ends. A writer
+//! that finds a row of a transaction still in progress lets its keys go before it waits for that
+//! transaction (`wait_for`): no key is ever held while waiting for a transaction, so an open
+//! transaction holds up only the writers of near-duplicates of its own rows (§8.3).
+//!
+//! The Citus registry's coordinator keeps the older contract (`lock_parts_for_transaction`): its
+//! keys are held to the end of the transaction (§8.7).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use pgrx::prelude::*;
 
@@ -12,94 +22,231 @@ use pgrx::prelude::*;
 /// (docs/ARCHITECTURE.md §8.2). In `pg_locks` they show as advisory locks with `objsubid` 21320.
 pub const LOCK_TAG_FIELD4: u16 = 0x5348;
 
-/// Takes the transaction-level locks `(relid, key)` (§8.2) for the keys of
-/// `simhash_core::probe::lock_keys`: k+1 parts of the fingerprint, so that two writes within
-/// distance k always wait for each other, whatever bands the lookup probes.
-pub fn lock_parts(relid: pg_sys::Oid, fp: u64, max_distance: u32) {
-    // Keys are (part << 8) | value with fewer than 32 parts: a slot each below MINHASH_SLOTS.
-    lock_keys(
-        relid,
-        simhash_core::probe::lock_keys(fp, max_distance)
-            .into_iter()
-            .map(|key| (key, key as usize)),
-    );
-}
-
-/// Takes the locks `(relid, key)` of `keys` (tag [`LOCK_TAG_FIELD4`]), each given with its slot in the set of held
-/// locks (`slot` ≥ [`HELD_SLOTS`]: not remembered).
-///
-/// A lock this (sub)transaction already took is not asked for again: transaction-level advisory
-/// locks stay held until the (sub)transaction that took them ends, so while the same one is
-/// current the lock manager would only count one more hold. A bulk insert comes to hold every key
-/// of a table after a few thousand rows, and then takes no lock at all per row.
-pub fn lock_keys(relid: pg_sys::Oid, keys: impl IntoIterator<Item = (u32, usize)>) {
-    let owner = unsafe {
-        (
-            crate::compat::local_transaction_id(),
-            pg_sys::GetCurrentSubTransactionId(),
-            relid,
-        )
-    };
-    for (key, slot) in keys {
-        let (word, bit) = (slot / 64 % HELD_WORDS, 1u64 << (slot % 64));
-        let known = HELD_LOCKS.with(|h| {
-            let mut h = h.borrow_mut();
-            if h.0 != owner {
-                *h = (owner, [0; HELD_WORDS]);
-            }
-            slot < HELD_SLOTS && h.1[word] & bit != 0
-        });
-        if known {
-            continue;
-        }
-        let tag = pg_sys::LOCKTAG {
-            locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
-            locktag_field2: relid.to_u32(),
-            locktag_field3: key,
-            locktag_field4: LOCK_TAG_FIELD4,
-            locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
-            locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
-        };
-        unsafe { pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false, false) };
-        // Recorded only once granted: an error (a deadlock, a cancel) leaves the set without it.
-        if slot < HELD_SLOTS {
-            HELD_LOCKS.with(|h| h.borrow_mut().1[word] |= bit);
-        }
-    }
-}
-
-/// Slots of the set of held lock keys: 32 parts of 8 bits (SimHash), then from `MINHASH_SLOTS`
-/// the `MINHASH_LOCK_SLOTS` of MinHash band keys (`crate::method::minhash::lsh`).
-pub const MINHASH_SLOTS: usize = 32 * 256;
-pub const MINHASH_LOCK_SLOTS: usize = 32 * 128;
-const HELD_SLOTS: usize = MINHASH_SLOTS + MINHASH_LOCK_SLOTS;
-const HELD_WORDS: usize = HELD_SLOTS.div_ceil(64);
-
-thread_local! {
-    /// The advisory lock keys known to be held on one table, with the (local transaction,
-    /// subtransaction, table) they are held for: the set is emptied as soon as another one is
-    /// current.
-    static HELD_LOCKS: RefCell<((u32, pg_sys::SubTransactionId, pg_sys::Oid), [u64; HELD_WORDS])> =
-        const { RefCell::new(((0, 0, pg_sys::Oid::INVALID), [0; HELD_WORDS])) };
-}
-
-/// Lock values per LSH band: a band key takes the lock of (band, key mod 128). The set of held
-/// locks has room for the default 32 bands (keys of later bands are locked without being
-/// remembered).
-const LOCKS_PER_BAND: usize = 128;
-const _: () = assert!(MINHASH_LOCK_SLOTS == 32 * LOCKS_PER_BAND);
+/// Lock values per LSH band: a band key takes the lock of (band, key mod 128).
+const LOCKS_PER_BAND: u64 = 128;
 /// MinHash lock keys start above every SimHash lock key (fewer than 32 parts of 256 values).
 const LOCK_BASE: u32 = 1 << 16;
 
-/// Takes the advisory locks of a signature's band keys on `relid`, in ascending order. Two
-/// signatures that share a band have that band's key, hence its lock, in common (§8.10); at most
-/// 128 locks per band, 4,096 per table at the default 32 bands, whatever the number of rows.
-pub fn lock_band_keys(relid: pg_sys::Oid, keys: &[i64]) {
-    lock_keys(
-        relid,
-        keys.iter().enumerate().map(|(band, &key)| {
-            let slot = band * LOCKS_PER_BAND + (key as u64 % LOCKS_PER_BAND as u64) as usize;
-            (LOCK_BASE + slot as u32, MINHASH_SLOTS + slot)
-        }),
-    );
+/// The lock keys of fingerprint `fp` at distance `max_distance`: `simhash_core::probe::lock_keys`,
+/// k + 1 parts, so that two writes within distance k always share one, whatever bands a lookup
+/// probes (§4.6). Ascending.
+pub fn part_keys(fp: u64, max_distance: u32) -> Vec<u32> {
+    simhash_core::probe::lock_keys(fp, max_distance)
+}
+
+/// The lock keys of a signature's band keys: two signatures that share a band have that band's
+/// key, hence its lock key, in common (§8.10). Ascending (bands are in the high part).
+pub fn band_lock_keys(keys: &[i64]) -> Vec<u32> {
+    keys.iter()
+        .enumerate()
+        .map(|(band, &key)| LOCK_BASE + (band as u64 * LOCKS_PER_BAND + key as u64 % LOCKS_PER_BAND) as u32)
+        .collect()
+}
+
+fn tag_of(relid: pg_sys::Oid, key: u32) -> pg_sys::LOCKTAG {
+    pg_sys::LOCKTAG {
+        locktag_field1: unsafe { pg_sys::MyDatabaseId }.to_u32(),
+        locktag_field2: relid.to_u32(),
+        locktag_field3: key,
+        locktag_field4: LOCK_TAG_FIELD4,
+        locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
+        locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
+    }
+}
+
+const EXCLUSIVE: pg_sys::LOCKMODE = pg_sys::ExclusiveLock as pg_sys::LOCKMODE;
+
+/// Takes the transaction-level locks `(relid, key)` of `keys`, held to the end of the transaction
+/// (released at the end of a subtransaction that aborts): the Citus registry's check on the
+/// coordinator (§7.5, §8.7), whose rows are written on workers where no search could see them in
+/// progress.
+pub fn lock_for_transaction(relid: pg_sys::Oid, keys: &[u32]) {
+    for &key in keys {
+        let tag = tag_of(relid, key);
+        unsafe { pg_sys::LockAcquire(&tag, EXCLUSIVE, false, false) };
+    }
+}
+
+/// A key held for a row not yet in the band indexes.
+struct Held {
+    relid: pg_sys::Oid,
+    key: u32,
+    /// The table the row goes to.
+    firing: pg_sys::Oid,
+    /// `pg_trigger_depth()` of the trigger that took it.
+    depth: i32,
+    /// The subtransaction it was taken in.
+    subid: pg_sys::SubTransactionId,
+}
+
+thread_local! {
+    static HELD: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
+    /// The portal context a reset callback is registered on (see `release_at_portal_end`).
+    static PORTAL_WATCHED: Cell<pg_sys::MemoryContext> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// The nesting depth of triggers now (`pg_trigger_depth()`): 1 in a trigger of a top-level
+/// statement, 0 outside triggers.
+pub fn trigger_depth() -> i32 {
+    unsafe { pgrx::direct_function_call::<i32>(pg_sys::pg_trigger_depth, &[]) }.unwrap_or(0)
+}
+
+/// Takes the keys of a row about to be searched for and written into `firing` (a table of
+/// attached table `relid`), session-level, each once; they are let go by [`release_row`],
+/// [`release_statement`], [`release_before_wait`], a portal's end or the transaction's end.
+///
+/// # Safety
+/// Call inside a transaction, from the row's BEFORE trigger.
+pub unsafe fn lock_row(relid: pg_sys::Oid, firing: pg_sys::Oid, keys: &[u32]) {
+    let depth = trigger_depth();
+    release_at_portal_end();
+    for &key in keys {
+        if HELD.with(|h| h.borrow().iter().any(|x| x.relid == relid && x.key == key)) {
+            continue;
+        }
+        let tag = tag_of(relid, key);
+        pg_sys::LockAcquire(&tag, EXCLUSIVE, true, false);
+        // Recorded only once granted: an error (a deadlock, a cancel) leaves the list without it.
+        HELD.with(|h| {
+            h.borrow_mut().push(Held {
+                relid,
+                key,
+                firing,
+                depth,
+                subid: pg_sys::GetCurrentSubTransactionId(),
+            })
+        });
+    }
+}
+
+/// Lets go the keys `release` accepts.
+fn release_where(release: impl Fn(&Held) -> bool) {
+    let gone: Vec<Held> = HELD.with(|h| {
+        let mut h = h.borrow_mut();
+        let (gone, kept) = std::mem::take(&mut *h).into_iter().partition(|x| release(x));
+        *h = kept;
+        gone
+    });
+    for x in gone {
+        let tag = tag_of(x.relid, x.key);
+        unsafe { pg_sys::LockRelease(&tag, EXCLUSIVE, true) };
+    }
+}
+
+/// At the start of a row's BEFORE trigger on `firing`: the rows that trigger fired for before, at
+/// this depth or deeper, are written now, and their keys go.
+pub fn release_row(firing: pg_sys::Oid) {
+    if HELD.with(|h| h.borrow().is_empty()) {
+        return;
+    }
+    let depth = trigger_depth();
+    release_where(|x| x.depth > depth || (x.depth == depth && x.firing == firing));
+}
+
+/// When a statement that writes rows finishes (its rows are all written): the keys its rows' triggers
+/// took, deeper than where the statement runs.
+pub fn release_statement() {
+    if HELD.with(|h| h.borrow().is_empty()) {
+        return;
+    }
+    let depth = trigger_depth();
+    release_where(|x| x.depth > depth);
+}
+
+/// Before waiting for another transaction: the keys of the rows being checked (taken at trigger
+/// depth `rows_depth`) and of any row deeper; a row of an enclosing statement not written yet keeps
+/// its own.
+pub fn release_before_wait(rows_depth: i32) {
+    release_where(|x| x.depth >= rows_depth);
+}
+
+/// Everything (the end of the transaction).
+pub fn release_all() {
+    release_where(|_| true);
+}
+
+/// The keys taken in subtransaction `subid` or in those it started: it aborted.
+pub fn release_subtransaction(subid: pg_sys::SubTransactionId) {
+    release_where(|x| x.subid >= subid);
+}
+
+/// Lets the keys go when the current portal's memory goes: a COPY runs no executor of its own, so
+/// its last row's keys would otherwise wait for the next statement or the transaction's end.
+unsafe fn release_at_portal_end() {
+    let portal = pg_sys::PortalContext;
+    if portal.is_null() || PORTAL_WATCHED.with(Cell::get) == portal {
+        return;
+    }
+    let callback = pg_sys::MemoryContextAllocZero(portal, std::mem::size_of::<pg_sys::MemoryContextCallback>())
+        as *mut pg_sys::MemoryContextCallback;
+    (*callback).func = Some(portal_gone);
+    (*callback).arg = std::ptr::null_mut();
+    pg_sys::MemoryContextRegisterResetCallback(portal, callback);
+    PORTAL_WATCHED.with(|p| p.set(portal));
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn portal_gone(_arg: *mut std::ffi::c_void) {
+    PORTAL_WATCHED.with(|p| p.set(std::ptr::null_mut()));
+    release_statement();
+}
+
+/// Waits for transaction `xid`, which wrote or is deleting the row at `tid` of `rel` (null: not
+/// named in the wait's context), to end, after letting go the keys of the rows being checked,
+/// taken at trigger depth `rows_depth` (§8.3).
+///
+/// # Safety
+/// `rel` must be open or null.
+pub unsafe fn wait_for(
+    xid: pg_sys::TransactionId,
+    rel: pg_sys::Relation,
+    tid: pg_sys::ItemPointerData,
+    rows_depth: i32,
+) {
+    release_before_wait(rows_depth);
+    let mut tid = tid;
+    let oper = if rel.is_null() {
+        pg_sys::XLTW_Oper::XLTW_None
+    } else {
+        pg_sys::XLTW_Oper::XLTW_RecheckExclusionConstr
+    };
+    pg_sys::XactLockTableWait(xid, rel, &mut tid, oper);
+}
+
+/// Installs the transaction callbacks that let every key go (from `_PG_init`).
+pub fn register() {
+    unsafe {
+        pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
+        pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+    use pg_sys::XactEvent::*;
+    // Session-level locks outlive the transaction unless let go: at its end, whatever the end.
+    if matches!(
+        event,
+        XACT_EVENT_PRE_COMMIT
+            | XACT_EVENT_PRE_PREPARE
+            | XACT_EVENT_ABORT
+            | XACT_EVENT_PARALLEL_ABORT
+            | XACT_EVENT_COMMIT
+            | XACT_EVENT_PREPARE
+    ) {
+        release_all();
+        PORTAL_WATCHED.with(|p| p.set(std::ptr::null_mut()));
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn subxact_callback(
+    event: pg_sys::SubXactEvent::Type,
+    subid: pg_sys::SubTransactionId,
+    _parent: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
+        release_subtransaction(subid);
+    }
 }

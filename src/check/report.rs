@@ -110,7 +110,13 @@ pub unsafe fn describe_row(
             1,
         )
     });
-    if status != pg_sys::SPI_OK_SELECT as i32 || pg_sys::SPI_processed == 0 {
+    // A row found committed by the search (§8.4) that a transaction deleted and committed since:
+    // the caller searches again.
+    if status == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed == 0 {
+        pg_sys::SPI_finish();
+        return (key_columns, None);
+    }
+    if status != pg_sys::SPI_OK_SELECT as i32 {
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
             message: format!("simhash_trigger could not read the key of the row found (SPI status {status})"),

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use pgrx::prelude::*;
 
-use crate::catalog::attnum_of;
+use crate::catalog::{attnum_of, CatalogCache};
 use crate::errors::{raise, EncodedError};
 
 /// The value of the scope column that a written row's duplicates must share, and how to compare.
@@ -130,3 +130,25 @@ pub fn attnum(tupdesc: pg_sys::TupleDesc, name: &str, table: &str) -> i32 {
     };
     i32::from(n)
 }
+
+thread_local! {
+    /// The leaf partitions of a partitioned table with an attachment, per relcache generation.
+    static LEAF_TABLES: CatalogCache<pg_sys::Oid, Vec<pg_sys::Oid>> = CatalogCache::default();
+}
+
+/// The tables that hold the rows a write to `heap` is checked against: that table, or every
+/// leaf partition of the attached partitioned table.
+pub unsafe fn checked_tables(heap: pg_sys::Relation, attached_table: pg_sys::Oid) -> Vec<pg_sys::Oid> {
+    let relid = (*heap).rd_id;
+    if attached_table == relid {
+        return vec![relid];
+    }
+    // The partitions change only with a relcache invalidation of the partitioned table.
+    LEAF_TABLES.with(|l| {
+        l.get_or_compute(attached_table, || {
+            let root = crate::partitions::OpenTable::open(heap, attached_table);
+            crate::partitions::leaf_tables(root.rel)
+        })
+    })
+}
+

@@ -86,6 +86,11 @@ unsafe extern "C-unwind" fn executor_finish(query: *mut pg_sys::QueryDesc) {
         }
         DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
         check_from(start);
+        // Every row the statement wrote is in the table and checked: the keys its rows took go.
+        // Not for a query that writes nothing (a function of a CHECK constraint, the check's own).
+        if (*query).operation != pg_sys::CmdType::CMD_SELECT || (*(*query).plannedstmt).hasModifyingCTE {
+            crate::check::locks::release_statement();
+        }
         pg_sys::Datum::from(0)
     });
 }
@@ -197,10 +202,6 @@ unsafe fn check_from(start: usize) {
         }
         groups
     });
-    // As the per-row check: rows of this statement visible, and every transaction that committed
-    // while this one waited on the locks.
-    pg_sys::CommandCounterIncrement();
-    let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
     for (at, group) in groups.iter().enumerate() {
         let mine: Vec<(u64, pg_sys::ItemPointerData)> = rows
             .iter()
@@ -211,38 +212,69 @@ unsafe fn check_from(start: usize) {
             continue;
         }
         let rel = pg_sys::table_open(group.relid, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
-        if let Some((distance, tid)) = first_duplicate(rel, &group.setup, &mine, snapshot) {
-            let att = &group.setup.att;
-            let (key_columns, nearest) = crate::check::report::describe_row(
-                &group.ext_schema,
-                att,
-                (group.relid, group.setup.attached_table),
-                tid,
-                crate::check::report::Measure::Distance(distance),
-                None,
-                snapshot,
-            );
-            let nearest = nearest.expect("a row found has a key");
-            crate::check::report::raise_duplicate(
-                att,
-                &crate::catalog::relation_name(rel),
-                &key_columns,
-                &nearest,
-            );
-        }
+        check_group(rel, group, &mine);
         pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     }
-    pg_sys::UnregisterSnapshot(snapshot);
+}
+
+/// Checks the rows `mine` of one group, written into `rel`, raising the error of the first that has
+/// a near-duplicate. The rows are in the table and its indexes: under a dirty snapshot (§8.3) the
+/// search sees every row written before, committed or not; a row of a transaction in progress is
+/// waited for, and then the rows are checked again.
+unsafe fn check_group(rel: pg_sys::Relation, group: &Group, mine: &[(u64, pg_sys::ItemPointerData)]) {
+    loop {
+        let dirty = crate::check::dirty::Dirty::new();
+        let found = first_duplicate(rel, &group.setup, mine, &dirty);
+        let Some((distance, tid)) = found.nearest else {
+            match found.pending {
+                Some(pending) => {
+                    // The statement's rows took their keys in triggers one level deeper.
+                    crate::check::dirty::wait(pending, crate::check::locks::trigger_depth() + 1);
+                    continue;
+                }
+                None => return,
+            }
+        };
+        // As the per-row check: a new command id, then a snapshot that sees the row found.
+        pg_sys::CommandCounterIncrement();
+        let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+        let att = &group.setup.att;
+        let (key_columns, nearest) = crate::check::report::describe_row(
+            &group.ext_schema,
+            att,
+            (group.relid, group.setup.attached_table),
+            tid,
+            crate::check::report::Measure::Distance(distance),
+            None,
+            snapshot,
+        );
+        pg_sys::UnregisterSnapshot(snapshot);
+        // None: deleted and committed since the search; search again.
+        if let Some(nearest) = nearest {
+            crate::check::report::raise_duplicate(att, &crate::catalog::relation_name(rel), &key_columns, &nearest);
+        }
+    }
+}
+
+/// What [`first_duplicate`] found: the nearest certain near-duplicate (committed, or this
+/// transaction's) of the first row that has one, as (distance, TID); else a row of a transaction in
+/// progress that is within reach of one of the rows.
+#[derive(Default)]
+struct Found {
+    nearest: Option<(u32, pg_sys::ItemPointerData)>,
+    pending: Option<crate::check::dirty::Pending>,
 }
 
 /// The nearest near-duplicate of the first of `rows` (fingerprint, TID; in the order written) that
-/// has one among the rows of `rel` other than itself and the rows after it, as (distance, TID).
+/// has one among the rows of `rel` other than itself and the rows after it, under `dirty`.
 unsafe fn first_duplicate(
     rel: pg_sys::Relation,
     setup: &Setup,
     rows: &[(u64, pg_sys::ItemPointerData)],
-    snapshot: pg_sys::Snapshot,
-) -> Option<(u32, pg_sys::ItemPointerData)> {
+    dirty: &crate::check::dirty::Dirty,
+) -> Found {
+    let snapshot = dirty.ptr();
+    let mut pending = None;
     let att = &setup.att;
     let sim = att.simhash_only("the per-statement check");
     let fp_attnum = setup.fp_att as i16;
@@ -271,19 +303,23 @@ unsafe fn first_duplicate(
             &indexes,
             sim.max_distance,
             slice,
-            snapshot,
+            dirty,
             &counts,
             &mut best,
+            &mut pending,
         ) {
             all_served = false;
             break;
         }
         if let Some(found) = best.into_iter().flatten().next() {
-            return Some(found);
+            return Found {
+                nearest: Some(found),
+                pending,
+            };
         }
     }
     if all_served {
-        return None;
+        return Found { nearest: None, pending };
     }
     // One search per row: the same results, for tables whose indexes leaf lists cannot serve.
     drop(indexes);
@@ -302,15 +338,26 @@ unsafe fn first_duplicate(
         };
         search_table(&search, &mut |d, slot| {
             let found = (*slot).tts_tid;
-            if counts(i, &found) && nearest.is_none_or(|(nd, _)| d < nd) {
-                nearest = Some((d, found));
+            if !counts(i, &found) {
+                return;
+            }
+            match dirty.in_progress() {
+                Some(xid) => {
+                    pending.get_or_insert(crate::check::dirty::Pending {
+                        xid,
+                        table: (*rel).rd_id,
+                        tid: found,
+                    });
+                }
+                None if nearest.is_none_or(|(nd, _)| d < nd) => nearest = Some((d, found)),
+                None => {}
             }
         });
         if nearest.is_some() {
-            return nearest;
+            return Found { nearest, pending };
         }
     }
-    None
+    Found { nearest: None, pending }
 }
 
 /// Finds every row's nearest near-duplicate (as [`first_duplicate`] counts them) in one ascending
@@ -321,10 +368,12 @@ unsafe fn merged(
     indexes: &BandIndexes,
     k: i32,
     rows: &[(u64, pg_sys::ItemPointerData)],
-    snapshot: pg_sys::Snapshot,
+    dirty: &crate::check::dirty::Dirty,
     counts: &dyn Fn(usize, &pg_sys::ItemPointerData) -> bool,
     best: &mut [Option<(u32, pg_sys::ItemPointerData)>],
+    pending: &mut Option<crate::check::dirty::Pending>,
 ) -> bool {
+    let snapshot = dirty.ptr();
     let Some(bands) = indexes.leaf_readable_bands() else {
         return false;
     };
@@ -377,8 +426,18 @@ unsafe fn merged(
                 if best[i].is_some_and(|(bd, _)| bd <= d) {
                     continue;
                 }
-                if fetch.fetch(tid, snapshot, slot) && counts(i, &(*slot).tts_tid) {
-                    best[i] = Some((d, (*slot).tts_tid));
+                if !fetch.fetch(tid, snapshot, slot) || !counts(i, &(*slot).tts_tid) {
+                    continue;
+                }
+                match dirty.in_progress() {
+                    Some(xid) => {
+                        pending.get_or_insert(crate::check::dirty::Pending {
+                            xid,
+                            table: (*rel).rd_id,
+                            tid: (*slot).tts_tid,
+                        });
+                    }
+                    None => best[i] = Some((d, (*slot).tts_tid)),
                 }
             }
         }

@@ -15,7 +15,7 @@ use crate::check::report::{check_shard_scope, raise_duplicate};
 use crate::check::row::attnum;
 use crate::check::row::{CopyCommand, ScopeFilter, Written};
 use crate::errors::{raise, EncodedError};
-use crate::method::simhash::check::find_nearest;
+use crate::method::simhash::check::settle;
 use crate::method::{same_stored_bytes, Value, WrittenRow};
 use crate::text::Text;
 use crate::write::setup::{setup_of, trigger_error, Setup};
@@ -130,6 +130,8 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     {
         trigger_error("simhash_trigger() must run BEFORE INSERT OR UPDATE FOR EACH ROW");
     }
+    // The row this trigger fired for before on this table is written: its keys go (§8.2).
+    crate::check::locks::release_row((*td.tg_relation).rd_id);
     let (tuple, old) = if op == pg_sys::TRIGGER_EVENT_INSERT {
         (td.tg_trigtuple, None)
     } else {
@@ -308,6 +310,8 @@ pub unsafe fn on_inserted(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Str
     {
         trigger_error("simhash_check_trigger() must run AFTER INSERT FOR EACH ROW");
     }
+    // The rows of the statement are written: the keys their BEFORE triggers took can go.
+    crate::check::locks::release_row((*td.tg_relation).rd_id);
     let setup = setup_of(td);
     // Unpaired (the BEFORE trigger disabled alone, a partition), the BEFORE trigger checks.
     if !setup.checks_inserts_after() {
@@ -334,12 +338,14 @@ pub unsafe fn on_inserted(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Str
             scope: None,
             copy: Some(CopyCommand::of(tuple)),
         };
-        let (key_columns, nearest) = find_nearest(
+        // The row is written: no keys are needed for its check (§8.5).
+        let (key_columns, nearest) = settle(
             ext_schema,
             &setup.att,
             setup.att.simhash_only("the statement-end check"),
             &row,
             None,
+            &|| {},
         );
         if let Some(n) = nearest {
             raise_duplicate(&setup.att, &relation_name(rel), &key_columns, &n);

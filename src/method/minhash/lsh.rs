@@ -34,7 +34,7 @@ pub fn band_keys(signature: &Signature, settings: &MinHashSettings) -> Vec<i64> 
     minhash::band_keys(signature, &settings.lsh).unwrap_or_else(|e| corrupt(&e.to_string()))
 }
 
-fn corrupt(what: &str) -> ! {
+pub fn corrupt(what: &str) -> ! {
     raise(EncodedError {
         code: PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
         message: format!("a stored MinHash signature cannot be compared: {what}"),
@@ -128,7 +128,7 @@ unsafe fn with_index_scans<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// `keys` as a `bigint[]` datum.
-unsafe fn int8_array(keys: &[i64]) -> pg_sys::Datum {
+pub unsafe fn int8_array(keys: &[i64]) -> pg_sys::Datum {
     let mut elems: Vec<pg_sys::Datum> = keys.iter().map(|&k| pg_sys::Datum::from(k)).collect();
     let array = pg_sys::construct_array(
         elems.as_mut_ptr(),

@@ -1,50 +1,35 @@
 //! SimHash's duplicate check of one written row: the nearest row within `max_distance` over the
-//! attached table (every partition of a partitioned one), under a fresh snapshot.
+//! attached table (every partition of a partitioned one), under a dirty snapshot (§8.3): rows of
+//! transactions in progress are found too, and their transactions waited for.
 
 use pgrx::prelude::*;
 
 use crate::attachment::{Attachment, SimHashSettings};
-use crate::catalog::{attnum_of, relation_name, CatalogCache};
-use crate::check::locks::lock_parts;
+use crate::catalog::{attnum_of, relation_name};
+use crate::check::dirty::{Dirty, Pending};
+use crate::check::locks::{lock_row, part_keys, trigger_depth};
 use crate::check::report::{describe_row, Measure, Nearest};
-use crate::check::row::Written;
+use crate::check::row::{checked_tables, Written};
 use crate::method::common::WrittenRow;
 
 use super::search::{fingerprint_attnum, search_table, TableSearch};
 use crate::check::row::attnum;
 
-thread_local! {
-    /// The leaf partitions of a partitioned table with an attachment, per relcache generation.
-    static LEAF_TABLES: CatalogCache<pg_sys::Oid, Vec<pg_sys::Oid>> = CatalogCache::default();
+/// What a search under a dirty snapshot found within reach: the nearest row that is certain
+/// (committed, or this transaction's own), and a row of another transaction in progress.
+#[derive(Default)]
+pub struct Found {
+    pub nearest: Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)>,
+    pub pending: Option<Pending>,
 }
 
-/// The tables that hold the rows a write to `row.heap` is checked against: that table, or every
-/// leaf partition of the attached partitioned table.
-unsafe fn checked_tables(row: &Written) -> Vec<pg_sys::Oid> {
+/// The rows within `att.max_distance` of `row` that a dirty snapshot sees (§8.3).
+unsafe fn nearest_row(att: &Attachment, sim: &SimHashSettings, row: &Written) -> Found {
     let relid = (*row.heap).rd_id;
-    if row.attached_table == relid {
-        return vec![relid];
-    }
-    // The partitions change only with a relcache invalidation of the partitioned table.
-    LEAF_TABLES.with(|l| {
-        l.get_or_compute(row.attached_table, || {
-            let root = crate::partitions::OpenTable::open(row.heap, row.attached_table);
-            crate::partitions::leaf_tables(root.rel)
-        })
-    })
-}
-
-/// The nearest row within `att.max_distance` of `row`, as (distance, table, ctid), as `snapshot`
-/// sees them.
-unsafe fn nearest_row(
-    att: &Attachment,
-    sim: &SimHashSettings,
-    row: &Written,
-    snapshot: pg_sys::Snapshot,
-) -> Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> {
-    let relid = (*row.heap).rd_id;
-    let mut best: Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)> = None;
-    for table in checked_tables(row) {
+    let dirty = Dirty::new();
+    let snapshot = dirty.ptr();
+    let mut found = Found::default();
+    for table in checked_tables(row.heap, row.attached_table) {
         let own = table == relid;
         let open = crate::partitions::OpenTable::open(row.heap, table);
         let rel = open.rel;
@@ -81,34 +66,57 @@ unsafe fn nearest_row(
                 (Some(scope), Some(attnum)) => scope.matches(slot, attnum),
                 _ => true,
             };
-            if in_scope && best.is_none_or(|(bd, _, _)| d < bd) {
-                best = Some((d, table, (*slot).tts_tid));
+            if !in_scope {
+                return;
+            }
+            match dirty.in_progress() {
+                Some(xid) => {
+                    found.pending.get_or_insert(Pending {
+                        xid,
+                        table,
+                        tid: (*slot).tts_tid,
+                    });
+                }
+                None if found.nearest.is_none_or(|(bd, _, _)| d < bd) => {
+                    found.nearest = Some((d, table, (*slot).tts_tid));
+                }
+                None => {}
             }
         });
     }
-    best
+    found
 }
 
-/// Finds the nearest row within `max_distance` of `row` with a fresh snapshot, so that rows
-/// committed while this transaction waited on the locks are seen at every isolation level; with
-/// the key columns of its table, as [`describe_row`] gives them.
+/// What a check of a written row comes to.
+pub enum Outcome {
+    /// No near-duplicate; or the nearest, with the key columns of its table as [`describe_row`]
+    /// gives them.
+    Done(String, Option<Nearest>),
+    /// A near-duplicate of a transaction in progress: wait for it, then check again.
+    Wait(Pending),
+}
+
+/// The nearest row within `max_distance` of `row` under a dirty snapshot (§8.3, §8.4): a certain one
+/// is acted on at once; otherwise a row of a transaction in progress is waited for by the caller.
 pub unsafe fn find_nearest(
     ext_schema: impl FnOnce() -> String,
     att: &Attachment,
     sim: &SimHashSettings,
     row: &Written,
     flag_attr: Option<&pg_sys::FormData_pg_attribute>,
-) -> (String, Option<Nearest>) {
-    // A new command id first, as a read-write SPI query would: rows written earlier in this
-    // statement (a multi-row INSERT) are then visible to the snapshot, which also sees every
-    // transaction committed while this one waited on the locks.
+) -> Outcome {
+    let found = nearest_row(att, sim, row);
+    let Some((distance, relid, tid)) = found.nearest else {
+        return match found.pending {
+            Some(pending) => Outcome::Wait(pending),
+            None => Outcome::Done(String::new(), None),
+        };
+    };
+    // The key is read by a query: a new command id first, so that rows written earlier in this
+    // statement are visible to the snapshot taken now, which sees the row found (committed).
     pg_sys::CommandCounterIncrement();
     let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
-    let Some((distance, relid, tid)) = nearest_row(att, sim, row, snapshot) else {
-        pg_sys::UnregisterSnapshot(snapshot);
-        return (String::new(), None);
-    };
-    let found = describe_row(
+    let (key_columns, nearest) = describe_row(
         &ext_schema(),
         att,
         (relid, row.attached_table),
@@ -118,12 +126,44 @@ pub unsafe fn find_nearest(
         snapshot,
     );
     pg_sys::UnregisterSnapshot(snapshot);
-    found
+    match nearest {
+        Some(n) => Outcome::Done(key_columns, Some(n)),
+        // Deleted since by a transaction that committed: search again, at once.
+        None => Outcome::Wait(Pending {
+            xid: pg_sys::InvalidTransactionId,
+            table: relid,
+            tid,
+        }),
+    }
 }
 
-/// SimHash's check of a written row with fingerprint `fp`: the locks of its parts on the attached
+/// Checks `row` until the outcome is certain: waits for (`crate::check::dirty::wait`, which lets the
+/// row's keys go) the transactions of near-duplicates in progress, then searches again, after
+/// `relock` takes the row's keys again. The row's keys were taken at the current trigger depth.
+pub unsafe fn settle(
+    ext_schema: &dyn Fn() -> String,
+    att: &Attachment,
+    sim: &SimHashSettings,
+    row: &Written,
+    flag_attr: Option<&pg_sys::FormData_pg_attribute>,
+    relock: &dyn Fn(),
+) -> (String, Option<Nearest>) {
+    loop {
+        relock();
+        match find_nearest(ext_schema, att, sim, row, flag_attr) {
+            Outcome::Done(key_columns, nearest) => return (key_columns, nearest),
+            Outcome::Wait(pending) if pending.xid != pg_sys::InvalidTransactionId => {
+                crate::check::dirty::wait(pending, trigger_depth())
+            }
+            Outcome::Wait(_) => {}
+        }
+    }
+}
+
+/// SimHash's check of a written row with fingerprint `fp`: the keys of its parts on the attached
 /// table (writers to different partitions meet), then its nearest row within `max_distance`; an
-/// INSERT the statement-end check takes over (`crate::write::deferred`) is only locked here.
+/// INSERT the statement-end check takes over (`crate::write::deferred`) only takes keys here, so
+/// that it is not written while a check made before a write holds one of them (§8.5).
 ///
 /// # Safety
 /// As [`crate::method::nearest`].
@@ -133,8 +173,10 @@ pub unsafe fn check_written(
     fp: u64,
     row: &WrittenRow,
 ) -> Option<(String, Nearest)> {
-    lock_parts(row.attached_table, fp, sim.max_distance as u32);
+    let keys = part_keys(fp, sim.max_distance as u32);
+    let firing = (*row.heap).rd_id;
     if row.checked_after {
+        lock_row(row.attached_table, firing, &keys);
         return None;
     }
     let written = Written {
@@ -146,6 +188,8 @@ pub unsafe fn check_written(
         scope: row.scope,
         copy: None,
     };
-    let (key_columns, nearest) = find_nearest(row.ext_schema, att, sim, &written, row.flag_attr);
+    let (key_columns, nearest) = settle(row.ext_schema, att, sim, &written, row.flag_attr, &|| {
+        lock_row(row.attached_table, firing, &keys)
+    });
     nearest.map(|n| (key_columns, n))
 }
