@@ -28,7 +28,9 @@ impl Dirty {
     pub fn in_progress(&self) -> Option<pg_sys::TransactionId> {
         // SAFETY: the pointer is this value's own allocation.
         let (xmin, xmax) = unsafe { ((*self.0).xmin, (*self.0).xmax) };
-        [xmin, xmax].into_iter().find(|xid| *xid != pg_sys::InvalidTransactionId)
+        [xmin, xmax]
+            .into_iter()
+            .find(|xid| *xid != pg_sys::InvalidTransactionId)
     }
 }
 

@@ -177,8 +177,9 @@ unsafe fn release_at_portal_end() {
     if portal.is_null() || PORTAL_WATCHED.with(Cell::get) == portal {
         return;
     }
-    let callback = pg_sys::MemoryContextAllocZero(portal, std::mem::size_of::<pg_sys::MemoryContextCallback>())
-        as *mut pg_sys::MemoryContextCallback;
+    let callback =
+        pg_sys::MemoryContextAllocZero(portal, std::mem::size_of::<pg_sys::MemoryContextCallback>())
+            as *mut pg_sys::MemoryContextCallback;
     (*callback).func = Some(portal_gone);
     (*callback).arg = std::ptr::null_mut();
     pg_sys::MemoryContextRegisterResetCallback(portal, callback);

@@ -251,7 +251,12 @@ unsafe fn check_group(rel: pg_sys::Relation, group: &Group, mine: &[(u64, pg_sys
         pg_sys::UnregisterSnapshot(snapshot);
         // None: deleted and committed since the search; search again.
         if let Some(nearest) = nearest {
-            crate::check::report::raise_duplicate(att, &crate::catalog::relation_name(rel), &key_columns, &nearest);
+            crate::check::report::raise_duplicate(
+                att,
+                &crate::catalog::relation_name(rel),
+                &key_columns,
+                &nearest,
+            );
         }
     }
 }
@@ -319,7 +324,10 @@ unsafe fn first_duplicate(
         }
     }
     if all_served {
-        return Found { nearest: None, pending };
+        return Found {
+            nearest: None,
+            pending,
+        };
     }
     // One search per row: the same results, for tables whose indexes leaf lists cannot serve.
     drop(indexes);
@@ -357,7 +365,10 @@ unsafe fn first_duplicate(
             return Found { nearest, pending };
         }
     }
-    Found { nearest: None, pending }
+    Found {
+        nearest: None,
+        pending,
+    }
 }
 
 /// Finds every row's nearest near-duplicate (as [`first_duplicate`] counts them) in one ascending

@@ -191,7 +191,8 @@ impl TableSearch<'_> {
         if isnull {
             return None;
         }
-        let stored = Signature::decode(bytea_bytes(datum)).unwrap_or_else(|e| super::lsh::corrupt(&e.to_string()));
+        let stored =
+            Signature::decode(bytea_bytes(datum)).unwrap_or_else(|e| super::lsh::corrupt(&e.to_string()));
         let accepted = minhash::is_match(self.sig, &stored, &self.settings.lsh, self.settings.threshold)
             .unwrap_or_else(|e| super::lsh::corrupt(&e.to_string()));
         if !accepted {
@@ -242,8 +243,16 @@ unsafe fn band_index(rel: pg_sys::Relation, lsh_attnum: i16, own: bool) -> Optio
             && form.indisvalid
             && form.indnatts == 1
             && *form.indkey.values.as_ptr() == lsh_attnum
-            && pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indexprs as i32, std::ptr::null_mut())
-            && pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut())
+            && pg_sys::heap_attisnull(
+                (*index).rd_indextuple,
+                pg_sys::Anum_pg_index_indexprs as i32,
+                std::ptr::null_mut(),
+            )
+            && pg_sys::heap_attisnull(
+                (*index).rd_indextuple,
+                pg_sys::Anum_pg_index_indpred as i32,
+                std::ptr::null_mut(),
+            )
             && *(*index).rd_opfamily == family;
         if usable {
             return Some(index);
