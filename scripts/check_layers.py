@@ -26,7 +26,7 @@ LAYERS = {
     # The floors of docs/ARCHITECTURE.md section 1.2, bottom up.
     "src": [
         ("foundation", ["errors", "text", "compat", "spi", "catalog", "privileges", "progress"]),
-        ("attachment", ["attachment"]),
+        ("attachment", ["attachment::*"]),
         ("storage", ["storage::*", "partitions", "citus"]),
         ("check", ["check::*"]),
         ("methods", ["method::*"]),
