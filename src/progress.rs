@@ -12,7 +12,7 @@ pub static PROGRESS_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(5000);
 pub fn register_settings() {
     GucRegistry::define_int_guc(
         c"simhash.progress_interval",
-        c"Milliseconds between progress notices of simhash_pairs() and simhash_clusters().",
+        c"Milliseconds between progress notices of simhash_pairs(), simhash_clusters() and simhash_attach_concurrently().",
         c"0 reports every step; the results never depend on it.",
         &PROGRESS_INTERVAL,
         0,
