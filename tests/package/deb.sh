@@ -2,7 +2,7 @@
 # The Debian package (issue 13): builds postgresql-15-simhash-ext with scripts/deb.sh, checks its
 # control fields and contents, lets apt resolve its dependencies against this machine (simulated),
 # installs it with dpkg into an isolated root, starts a PostgreSQL that loads the extension from
-# exactly the files dpkg put there, runs CREATE EXTENSION, the README's Getting started and the check of
+# exactly the files dpkg put there, runs CREATE EXTENSION, every SQL example of the README and the check of
 # the README's reference against the installed extension (scripts/check_docs.py), and removes it.
 #
 #   bash tests/package/deb.sh [--package DIR] [--other-major PG_CONFIG]
@@ -136,7 +136,7 @@ check "dpkg -L lists the .so where PostgreSQL looks for it" \
 check "the installed .so is the packaged one" cmp "$R$SYS_LIB/simhash_ext.so" "$DIR/extracted$SYS_LIB/simhash_ext.so"
 chmod -R a+rX "$R"
 
-log "a clean PostgreSQL from that tree (port $PORT): CREATE EXTENSION, the README's Getting started and reference"
+log "a clean PostgreSQL from that tree (port $PORT): CREATE EXTENSION, the README's SQL examples and reference"
 PG_BIN=$R$SYS_BIN
 start_server "$DIR/srv" "$PORT"
 psql_() { runuser -u postgres -- "$SYS_BIN/psql" -X -h /tmp -p "$PORT" -U postgres -d postgres -Atq "$@"; }
@@ -146,8 +146,8 @@ check "CREATE EXTENSION simhash_ext" psql_ -c 'CREATE EXTENSION simhash_ext'
 check "extversion $version" test "$(psql_ -c "SELECT extversion FROM pg_extension WHERE extname = 'simhash_ext'")" = "$version"
 check "the server loaded the packaged .so" \
     grep -q "$R$SYS_LIB/simhash_ext.so" <(psql_ -c "SELECT simhash('x')" -c "SELECT pg_read_file('/proc/' || pg_backend_pid() || '/maps')")
-check "the README's Getting started, run verbatim, prints the outputs the README shows" \
-    python3 tests/package/getting_started.py --port "$PORT" --psql "$SYS_BIN/psql"
+check "every SQL example of the README, run verbatim, prints the output the README shows" \
+    python3 tests/package/readme_examples.py --port "$PORT" --psql "$SYS_BIN/psql"
 check "the README's reference and settings match the installed extension" \
     python3 scripts/check_docs.py --port "$PORT" --psql "$SYS_BIN/psql"
 stop_server "$DIR/srv"
