@@ -71,8 +71,6 @@ pub fn lock_for_transaction(relid: pg_sys::Oid, keys: &[u32]) {
 struct Held {
     relid: pg_sys::Oid,
     key: u32,
-    /// The table the row goes to.
-    firing: pg_sys::Oid,
     /// `pg_trigger_depth()` of the trigger that took it.
     depth: i32,
     /// The subtransaction it was taken in.
@@ -91,13 +89,13 @@ pub fn trigger_depth() -> i32 {
     unsafe { pgrx::direct_function_call::<i32>(pg_sys::pg_trigger_depth, &[]) }.unwrap_or(0)
 }
 
-/// Takes the keys of a row about to be searched for and written into `firing` (a table of
-/// attached table `relid`), session-level, each once; they are let go by [`release_row`],
+/// Takes the keys of a row about to be searched for and written into attached table `relid` (or
+/// one of its partitions), session-level, each once; they are let go by [`release_row`],
 /// [`release_statement`], [`release_before_wait`], a portal's end or the transaction's end.
 ///
 /// # Safety
 /// Call inside a transaction, from the row's BEFORE trigger.
-pub unsafe fn lock_row(relid: pg_sys::Oid, firing: pg_sys::Oid, keys: &[u32]) {
+pub unsafe fn lock_row(relid: pg_sys::Oid, keys: &[u32]) {
     let depth = trigger_depth();
     release_at_portal_end();
     for &key in keys {
@@ -111,7 +109,6 @@ pub unsafe fn lock_row(relid: pg_sys::Oid, firing: pg_sys::Oid, keys: &[u32]) {
             h.borrow_mut().push(Held {
                 relid,
                 key,
-                firing,
                 depth,
                 subid: pg_sys::GetCurrentSubTransactionId(),
             })
@@ -133,14 +130,15 @@ fn release_where(release: impl Fn(&Held) -> bool) {
     }
 }
 
-/// At the start of a row's BEFORE trigger on `firing`: the rows that trigger fired for before, at
-/// this depth or deeper, are written now, and their keys go.
-pub fn release_row(firing: pg_sys::Oid) {
+/// At the start of a row's BEFORE trigger on attached table `relid` (or a partition of it): the rows
+/// its triggers fired for before, at this depth (the rows of a statement are written one after the
+/// other, into whichever partition) or deeper, are written now, and their keys go.
+pub fn release_row(relid: pg_sys::Oid) {
     if HELD.with(|h| h.borrow().is_empty()) {
         return;
     }
     let depth = trigger_depth();
-    release_where(|x| x.depth > depth || (x.depth == depth && x.firing == firing));
+    release_where(|x| x.depth > depth || (x.depth == depth && x.relid == relid));
 }
 
 /// When a statement that writes rows finishes (its rows are all written): the keys its rows' triggers

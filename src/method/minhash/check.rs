@@ -35,9 +35,8 @@ pub unsafe fn most_similar(
 ) -> Option<(String, Nearest)> {
     let keys = band_keys(sig, settings);
     let lock_keys = band_lock_keys(&keys);
-    let firing = (*row.heap).rd_id;
     loop {
-        lock_row(row.attached_table, firing, &lock_keys);
+        lock_row(row.attached_table, &lock_keys);
         let found = search(att, settings, sig, &keys, row);
         let Some((similarity, table, tid)) = found.best else {
             match found.pending {

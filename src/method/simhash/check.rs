@@ -174,9 +174,8 @@ pub unsafe fn check_written(
     row: &WrittenRow,
 ) -> Option<(String, Nearest)> {
     let keys = part_keys(fp, sim.max_distance as u32);
-    let firing = (*row.heap).rd_id;
     if row.checked_after {
-        lock_row(row.attached_table, firing, &keys);
+        lock_row(row.attached_table, &keys);
         return None;
     }
     let written = Written {
@@ -189,7 +188,7 @@ pub unsafe fn check_written(
         copy: None,
     };
     let (key_columns, nearest) = settle(row.ext_schema, att, sim, &written, row.flag_attr, &|| {
-        lock_row(row.attached_table, firing, &keys)
+        lock_row(row.attached_table, &keys)
     });
     nearest.map(|n| (key_columns, n))
 }
