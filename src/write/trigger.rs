@@ -276,6 +276,7 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
                 ext_schema: firing.ext_schema,
                 // simhash_check_trigger() checks the row once it is written (crate::write::deferred).
                 checked_after: firing.old.is_none() && setup.checks_inserts_after(),
+                table_checks_after: setup.checks_inserts_after(),
             },
         ),
     };

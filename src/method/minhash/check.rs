@@ -36,7 +36,7 @@ pub unsafe fn most_similar(
     let keys = band_keys(sig, settings);
     let lock_keys = band_lock_keys(&keys);
     loop {
-        lock_row(row.attached_table, &lock_keys);
+        lock_row(row.attached_table, &lock_keys, false);
         let found = search(att, settings, sig, &keys, row);
         let Some((similarity, table, tid)) = found.best else {
             match found.pending {

@@ -7,7 +7,7 @@ use pgrx::prelude::*;
 use crate::attachment::{Attachment, SimHashSettings};
 use crate::catalog::{attnum_of, relation_name};
 use crate::check::dirty::{Dirty, Pending};
-use crate::check::locks::{lock_row, part_keys, trigger_depth};
+use crate::check::locks::{lock_row, lock_written, part_keys, trigger_depth};
 use crate::check::report::{describe_row, Measure, Nearest};
 use crate::check::row::{checked_tables, Written};
 use crate::method::common::WrittenRow;
@@ -175,7 +175,7 @@ pub unsafe fn check_written(
 ) -> Option<(String, Nearest)> {
     let keys = part_keys(fp, sim.max_distance as u32);
     if row.checked_after {
-        lock_row(row.attached_table, &keys);
+        lock_written(row.attached_table, &keys);
         return None;
     }
     let written = Written {
@@ -188,7 +188,7 @@ pub unsafe fn check_written(
         copy: None,
     };
     let (key_columns, nearest) = settle(row.ext_schema, att, sim, &written, row.flag_attr, &|| {
-        lock_row(row.attached_table, &keys)
+        lock_row(row.attached_table, &keys, row.table_checks_after)
     });
     nearest.map(|n| (key_columns, n))
 }
