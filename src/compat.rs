@@ -193,7 +193,8 @@ pub unsafe fn for_each_tid(tbm: *mut pg_sys::TIDBitmap, f: &mut dyn FnMut(pg_sys
             if result.lossy {
                 emit(result.blockno, &mut (1..=MAX_HEAP_TUPLES_PER_PAGE));
             } else {
-                let n = pg_sys::tbm_extract_page_tuple(&mut result, offsets.as_mut_ptr(), offsets.len() as u32);
+                let n =
+                    pg_sys::tbm_extract_page_tuple(&mut result, offsets.as_mut_ptr(), offsets.len() as u32);
                 emit(result.blockno, &mut offsets[..n.max(0) as usize].iter().copied());
             }
         }

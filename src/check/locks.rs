@@ -107,7 +107,11 @@ pub fn trigger_depth() -> i32 {
 /// [`release_row`], [`release_statement`], [`release_before_wait`], a portal's end or the
 /// transaction's end.
 unsafe fn take(relid: pg_sys::Oid, key: u32, mode: pg_sys::LOCKMODE, depth: i32) {
-    if HELD.with(|h| h.borrow().iter().any(|x| x.relid == relid && x.key == key && x.mode == mode)) {
+    if HELD.with(|h| {
+        h.borrow()
+            .iter()
+            .any(|x| x.relid == relid && x.key == key && x.mode == mode)
+    }) {
         return;
     }
     let tag = tag_of(relid, key);
@@ -223,8 +227,9 @@ unsafe fn release_at_portal_end() {
     if portal.is_null() || PORTAL_WATCHED.with(Cell::get) == portal {
         return;
     }
-    let callback = pg_sys::MemoryContextAllocZero(portal, std::mem::size_of::<pg_sys::MemoryContextCallback>())
-        as *mut pg_sys::MemoryContextCallback;
+    let callback =
+        pg_sys::MemoryContextAllocZero(portal, std::mem::size_of::<pg_sys::MemoryContextCallback>())
+            as *mut pg_sys::MemoryContextCallback;
     (*callback).func = Some(portal_gone);
     (*callback).arg = std::ptr::null_mut();
     pg_sys::MemoryContextRegisterResetCallback(portal, callback);

@@ -151,4 +151,3 @@ pub unsafe fn checked_tables(heap: pg_sys::Relation, attached_table: pg_sys::Oid
         })
     })
 }
-

@@ -251,7 +251,12 @@ unsafe fn check_group(rel: pg_sys::Relation, group: &Group, mine: &[(u64, pg_sys
         pg_sys::UnregisterSnapshot(snapshot);
         // None: deleted and committed since the search; search again.
         if let Some(nearest) = nearest {
-            crate::check::report::raise_duplicate(att, &crate::catalog::relation_name(rel), &key_columns, &nearest);
+            crate::check::report::raise_duplicate(
+                att,
+                &crate::catalog::relation_name(rel),
+                &key_columns,
+                &nearest,
+            );
         }
     }
 }
@@ -274,7 +279,6 @@ unsafe fn first_duplicate(
     dirty: &crate::check::dirty::Dirty,
 ) -> Found {
     let snapshot = dirty.ptr();
-    let mut pending = None;
     let att = &setup.att;
     let sim = att.simhash_only("the per-statement check");
     let fp_attnum = setup.fp_att as i16;
@@ -298,28 +302,22 @@ unsafe fn first_duplicate(
         let mut best: Vec<Option<(u32, pg_sys::ItemPointerData)>> = vec![None; slice.len()];
         let offset = at * MERGED_ROWS;
         let counts = |i: usize, tid: &pg_sys::ItemPointerData| counts(offset + i, tid);
-        if !merged(
-            rel,
-            &indexes,
-            sim.max_distance,
-            slice,
-            dirty,
-            &counts,
-            &mut best,
-            &mut pending,
-        ) {
+        if !merged(rel, &indexes, sim.max_distance, slice, dirty, &counts, &mut best) {
             all_served = false;
             break;
         }
         if let Some(found) = best.into_iter().flatten().next() {
             return Found {
                 nearest: Some(found),
-                pending,
+                pending: dirty.pending(),
             };
         }
     }
     if all_served {
-        return Found { nearest: None, pending };
+        return Found {
+            nearest: None,
+            pending: dirty.pending(),
+        };
     }
     // One search per row: the same results, for tables whose indexes leaf lists cannot serve.
     drop(indexes);
@@ -341,23 +339,21 @@ unsafe fn first_duplicate(
             if !counts(i, &found) {
                 return;
             }
-            match dirty.in_progress() {
-                Some(xid) => {
-                    pending.get_or_insert(crate::check::dirty::Pending {
-                        xid,
-                        table: (*rel).rd_id,
-                        tid: found,
-                    });
-                }
-                None if nearest.is_none_or(|(nd, _)| d < nd) => nearest = Some((d, found)),
-                None => {}
+            if dirty.certain((*rel).rd_id, found) && nearest.is_none_or(|(nd, _)| d < nd) {
+                nearest = Some((d, found));
             }
         });
         if nearest.is_some() {
-            return Found { nearest, pending };
+            return Found {
+                nearest,
+                pending: dirty.pending(),
+            };
         }
     }
-    Found { nearest: None, pending }
+    Found {
+        nearest: None,
+        pending: dirty.pending(),
+    }
 }
 
 /// Finds every row's nearest near-duplicate (as [`first_duplicate`] counts them) in one ascending
@@ -371,7 +367,6 @@ unsafe fn merged(
     dirty: &crate::check::dirty::Dirty,
     counts: &dyn Fn(usize, &pg_sys::ItemPointerData) -> bool,
     best: &mut [Option<(u32, pg_sys::ItemPointerData)>],
-    pending: &mut Option<crate::check::dirty::Pending>,
 ) -> bool {
     let snapshot = dirty.ptr();
     let Some(bands) = indexes.leaf_readable_bands() else {
@@ -429,15 +424,8 @@ unsafe fn merged(
                 if !fetch.fetch(tid, snapshot, slot) || !counts(i, &(*slot).tts_tid) {
                     continue;
                 }
-                match dirty.in_progress() {
-                    Some(xid) => {
-                        pending.get_or_insert(crate::check::dirty::Pending {
-                            xid,
-                            table: (*rel).rd_id,
-                            tid: (*slot).tts_tid,
-                        });
-                    }
-                    None => best[i] = Some((d, (*slot).tts_tid)),
+                if dirty.certain((*rel).rd_id, (*slot).tts_tid) {
+                    best[i] = Some((d, (*slot).tts_tid));
                 }
             }
         }

@@ -116,7 +116,7 @@ unsafe fn search(
                 scan_band_index(index, keys, snapshot, &mut |tid| {
                     pg_sys::check_for_interrupts!();
                     if fetch.fetch(tid, snapshot, slot) {
-                        table_search.consider(slot, dirty.in_progress(), &mut found, table);
+                        table_search.consider(slot, &dirty, &mut found, table);
                     }
                 });
                 drop(fetch);
@@ -127,6 +127,7 @@ unsafe fn search(
         }
         pg_sys::ExecDropSingleTupleTableSlot(slot);
     }
+    found.pending = dirty.pending();
     found
 }
 
@@ -140,11 +141,12 @@ struct TableSearch<'a> {
 }
 
 impl TableSearch<'_> {
-    /// Counts the visible row in `slot` (depending on transaction `xid`, if any) when it matches.
+    /// Counts the row just found visible under `dirty`, in `slot`, when it matches: a certain one
+    /// as the best so far if it is; `dirty` notes one of a transaction in progress.
     unsafe fn consider(
         &self,
         slot: *mut pg_sys::TupleTableSlot,
-        xid: Option<pg_sys::TransactionId>,
+        dirty: &Dirty,
         found: &mut Found,
         table: pg_sys::Oid,
     ) {
@@ -163,22 +165,18 @@ impl TableSearch<'_> {
                 return;
             }
         }
-        match xid {
-            Some(xid) => {
-                found.pending.get_or_insert(Pending { xid, table, tid });
-            }
-            None => {
-                let better = found.best.is_none_or(|(s, t, x)| {
-                    similarity
-                        .total_cmp(&s)
-                        .then(t.to_u32().cmp(&table.to_u32()))
-                        .then(tid_order(&x).cmp(&tid_order(&tid)))
-                        .is_gt()
-                });
-                if better {
-                    found.best = Some((similarity, table, tid));
-                }
-            }
+        if !dirty.certain(table, tid) {
+            return;
+        }
+        let better = found.best.is_none_or(|(s, t, x)| {
+            similarity
+                .total_cmp(&s)
+                .then(t.to_u32().cmp(&table.to_u32()))
+                .then(tid_order(&x).cmp(&tid_order(&tid)))
+                .is_gt()
+        });
+        if better {
+            found.best = Some((similarity, table, tid));
         }
     }
 
@@ -190,7 +188,8 @@ impl TableSearch<'_> {
         if isnull {
             return None;
         }
-        let stored = Signature::decode(bytea_bytes(datum)).unwrap_or_else(|e| super::lsh::corrupt(&e.to_string()));
+        let stored =
+            Signature::decode(bytea_bytes(datum)).unwrap_or_else(|e| super::lsh::corrupt(&e.to_string()));
         let accepted = minhash::is_match(self.sig, &stored, &self.settings.lsh, self.settings.threshold)
             .unwrap_or_else(|e| super::lsh::corrupt(&e.to_string()));
         if !accepted {
@@ -241,8 +240,16 @@ unsafe fn band_index(rel: pg_sys::Relation, lsh_attnum: i16, own: bool) -> Optio
             && form.indisvalid
             && form.indnatts == 1
             && *form.indkey.values.as_ptr() == lsh_attnum
-            && pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indexprs as i32, std::ptr::null_mut())
-            && pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut())
+            && pg_sys::heap_attisnull(
+                (*index).rd_indextuple,
+                pg_sys::Anum_pg_index_indexprs as i32,
+                std::ptr::null_mut(),
+            )
+            && pg_sys::heap_attisnull(
+                (*index).rd_indextuple,
+                pg_sys::Anum_pg_index_indpred as i32,
+                std::ptr::null_mut(),
+            )
             && *(*index).rd_opfamily == family;
         if usable {
             return Some(index);
@@ -301,7 +308,7 @@ unsafe fn scan_heap(
     );
     while pg_sys::heap_getnextslot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot) {
         pg_sys::check_for_interrupts!();
-        table_search.consider(slot, dirty.in_progress(), found, table);
+        table_search.consider(slot, dirty, found, table);
     }
     pg_sys::heap_endscan(scan);
 }

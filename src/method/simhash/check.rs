@@ -69,21 +69,13 @@ unsafe fn nearest_row(att: &Attachment, sim: &SimHashSettings, row: &Written) ->
             if !in_scope {
                 return;
             }
-            match dirty.in_progress() {
-                Some(xid) => {
-                    found.pending.get_or_insert(Pending {
-                        xid,
-                        table,
-                        tid: (*slot).tts_tid,
-                    });
-                }
-                None if found.nearest.is_none_or(|(bd, _, _)| d < bd) => {
-                    found.nearest = Some((d, table, (*slot).tts_tid));
-                }
-                None => {}
+            let tid = (*slot).tts_tid;
+            if dirty.certain(table, tid) && found.nearest.is_none_or(|(bd, _, _)| d < bd) {
+                found.nearest = Some((d, table, tid));
             }
         });
     }
+    found.pending = dirty.pending();
     found
 }
 
