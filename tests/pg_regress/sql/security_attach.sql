@@ -203,6 +203,32 @@ SELECT pg_temp.mallory_is_superuser() AS mallory_is_superuser;
 DROP FUNCTION public.minhash_bands(bytea);
 REVOKE CREATE ON SCHEMA public FROM regress_sa_mallory;
 
+-- Review of 0.10.0: a primary key of mallory's type with her cast to text. Dedup runs as its
+-- caller (the superuser here) and writes keys with their type's output function, never through
+-- her cast; the trigger reads the key of a near-duplicate as the owner.
+SET ROLE regress_sa_mallory;
+CREATE TYPE sa.code AS ENUM ('a', 'b', 'c');
+CREATE FUNCTION sa.code_text(sa.code) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN PERFORM sa.escalate('cast to text'); RETURN 'mallory''s text'; END $$;
+CREATE CAST (sa.code AS text) WITH FUNCTION sa.code_text(sa.code);
+CREATE TABLE sa.coded (id sa.code PRIMARY KEY, body text);
+CREATE TABLE sa.coded2 (id sa.code, n int, body text, PRIMARY KEY (id, n));
+INSERT INTO sa.coded VALUES ('a', 'Road works close the bridge to traffic from Monday to Wednesday night.'),
+  ('b', 'Road works close the bridge to traffic from Monday to Wednesday night!');
+INSERT INTO sa.coded2 SELECT id, 1, body FROM sa.coded;
+RESET ROLE;
+SELECT simhash_attach('sa.coded', 'body', on_duplicate => 'flag');
+SELECT simhash_attach('sa.coded2', 'body', on_duplicate => 'error');
+SELECT key_a, key_b, distance FROM simhash_pairs('sa.coded');
+SELECT key, representative, cluster_size FROM simhash_clusters('sa.coded') ORDER BY key;
+SELECT key_a, key_b, distance FROM simhash_pairs('sa.coded2');
+SELECT * FROM pg_temp.ran();
+INSERT INTO sa.coded VALUES ('c', 'Road works close the bridge to traffic from Monday to Wednesday night?');
+SELECT id, body_duplicate_of FROM sa.coded ORDER BY id;
+SELECT pg_temp.try($$INSERT INTO sa.coded2 VALUES ('c', 2, 'Road works close the bridge to traffic from Monday to Wednesday night?')$$);
+SELECT * FROM pg_temp.ran();
+SELECT pg_temp.mallory_is_superuser() AS mallory_is_superuser;
+
 SET client_min_messages = warning;
 DROP SCHEMA sa CASCADE;
 DROP ROLE regress_sa_mallory, regress_sa_writer;
