@@ -11,6 +11,7 @@
 //! | `index_beginscan` | 5 arguments | 5 | 6 (instrumentation, may be NULL) |
 //! | `heap_fetch` | 4 arguments | 5 (`keep_buf`) | 5 |
 //! | `InitMaterializedSRF` | 15 on; done by hand on 14 | yes | yes |
+//! | `ALTER COLUMN ... SET EXPRESSION` | none | 16: none; 17: `AT_SetExpression` | yes |
 
 use pgrx::pg_sys;
 
@@ -284,5 +285,19 @@ pub unsafe fn init_materialized_srf(fcinfo: pg_sys::FunctionCallInfo) {
         (*rsinfo).setResult = pg_sys::tuplestore_begin_heap(random, false, pg_sys::work_mem);
         (*rsinfo).setDesc = pg_sys::CreateTupleDescCopy(desc);
         pg_sys::MemoryContextSwitchTo(old);
+    }
+}
+
+/// Whether an `ALTER TABLE` subcommand is `ALTER COLUMN ... SET EXPRESSION` (PostgreSQL 17 on; none
+/// before).
+pub fn is_set_expression(subtype: pg_sys::AlterTableType::Type) -> bool {
+    #[cfg(any(feature = "pg17", feature = "pg18"))]
+    {
+        subtype == pg_sys::AlterTableType::AT_SetExpression
+    }
+    #[cfg(not(any(feature = "pg17", feature = "pg18")))]
+    {
+        let _ = subtype;
+        false
     }
 }

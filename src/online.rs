@@ -334,6 +334,19 @@ impl Attach {
                 tuples: parse(&r[4]),
             })
             .collect();
+        // Each table is filled as its owner (a partition may have another owner than the table
+        // attached): only for a caller that has that owner's privileges already, as the offline
+        // fill asks of each partition (`simhash_internal.execute_as_owner`). It drops rights, it
+        // never lends them (docs/ARCHITECTURE.md §13.3).
+        for target in &targets {
+            if !crate::privileges::acts_for_owner(target.leaf) {
+                pg_sys::aclcheck_error(
+                    pg_sys::AclResult::ACLCHECK_NOT_OWNER,
+                    pg_sys::ObjectType::OBJECT_TABLE,
+                    pg_sys::get_rel_name(target.leaf),
+                );
+            }
+        }
         let total_blocks: i64 = targets.iter().map(|t| t.blocks).sum();
         let total_rows: Option<i64> = targets
             .iter()

@@ -263,39 +263,89 @@ unsafe fn relation_of(range: *mut pg_sys::RangeVar) -> pg_sys::Oid {
     )
 }
 
-/// Refuses `ALTER TABLE ... DROP COLUMN` of a column that `simhash_attach()` added (SQLSTATE 55000,
-/// as a rename of one): without it the trigger and `simhash_detach()` would be left without a
-/// column they name.
-unsafe fn refuse_derived_drop(
-    table: pg_sys::Oid,
-    column: *const std::ffi::c_char,
+/// What an `ALTER TABLE` subcommand does to a column, when it is one the event trigger refuses on
+/// a column `simhash_attach()` added.
+#[derive(Clone, Copy)]
+enum ColumnChange {
+    Drop,
+    /// `ALTER COLUMN ... TYPE`: a band or fingerprint column of another type would be read as the
+    /// old one (docs/ARCHITECTURE.md §13.6).
+    Retype,
+    /// `ALTER COLUMN ... DROP EXPRESSION` of a generated band column.
+    DropExpression,
+    /// `ALTER COLUMN ... SET EXPRESSION` (PostgreSQL 17 on) of a generated band column.
+    SetExpression,
+}
+
+impl ColumnChange {
+    fn of(subtype: pg_sys::AlterTableType::Type) -> Option<ColumnChange> {
+        match subtype {
+            pg_sys::AlterTableType::AT_DropColumn => Some(ColumnChange::Drop),
+            pg_sys::AlterTableType::AT_AlterColumnType => Some(ColumnChange::Retype),
+            pg_sys::AlterTableType::AT_DropExpression => Some(ColumnChange::DropExpression),
+            other if crate::compat::is_set_expression(other) => Some(ColumnChange::SetExpression),
+            _ => None,
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            ColumnChange::Drop => "drop column",
+            ColumnChange::Retype => "alter the type of column",
+            ColumnChange::DropExpression => "drop the expression of column",
+            ColumnChange::SetExpression => "set the expression of column",
+        }
+    }
+}
+
+/// The attachments of table `rel` (its `simhash_trigger()` triggers, clones included).
+unsafe fn attachments_of(
+    rel: pg_sys::Relation,
     ext_namespace: pg_sys::Oid,
-) {
-    if table == pg_sys::InvalidOid {
-        return;
-    }
-    let rel = pg_sys::try_relation_open(table, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    if rel.is_null() {
-        return;
-    }
-    let column = crate::catalog::cstr_utf8(column);
+) -> Vec<crate::attachment::Attachment> {
     let trigdesc = (*rel).trigdesc;
     let triggers = if trigdesc.is_null() {
         &[][..]
     } else {
         std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize)
     };
-    let owner = triggers
+    triggers
         .iter()
         .filter(|t| crate::catalog::is_extension_function(t.tgfoid, b"simhash_trigger", ext_namespace))
         .filter_map(|t| crate::attachment::Attachment::from_trigger(t))
-        .find(|att| att.derived_columns().contains(&column));
-    if let Some(att) = owner {
-        let table = crate::catalog::qualified_name(rel);
+        .collect()
+}
+
+/// Refuses `ALTER TABLE ... DROP COLUMN`, `ALTER COLUMN ... TYPE`, `DROP EXPRESSION` or `SET
+/// EXPRESSION` of a column that `simhash_attach()` added (SQLSTATE 55000, as a rename of one):
+/// without it the trigger and `simhash_detach()` would be left without a column they name, or
+/// lookups and the trigger with a column of another type or other values than they read and write.
+/// A new type of an attached text column must be text, varchar or char (42804), as attach requires.
+unsafe fn refuse_derived_change(
+    table: pg_sys::Oid,
+    cmd: &pg_sys::AlterTableCmd,
+    change: ColumnChange,
+    ext_namespace: pg_sys::Oid,
+) {
+    if table == pg_sys::InvalidOid || cmd.name.is_null() {
+        return;
+    }
+    let rel = pg_sys::try_relation_open(table, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    if rel.is_null() {
+        return;
+    }
+    let column = crate::catalog::cstr_utf8(cmd.name);
+    let attachments = attachments_of(rel, ext_namespace);
+    let name = crate::catalog::qualified_name(rel);
+    if let Some(att) = attachments
+        .iter()
+        .find(|att| att.derived_columns().contains(&column))
+    {
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             message: format!(
-                "cannot drop column \"{column}\" of \"{table}\": simhash_attach() added it for column \"{}\"",
+                "cannot {} \"{column}\" of \"{name}\": simhash_attach() added it for column \"{}\"",
+                change.verb(),
                 att.text_column
             ),
             detail: None,
@@ -304,6 +354,36 @@ unsafe fn refuse_derived_drop(
                 att.text_column
             )),
         });
+    }
+    if let (ColumnChange::Retype, Some(att)) =
+        (change, attachments.iter().find(|att| att.text_column == column))
+    {
+        let def = cmd.def as *mut pg_sys::ColumnDef;
+        if !def.is_null() && !(*def).typeName.is_null() {
+            // A type that does not exist is PostgreSQL's error to report, after this trigger.
+            let new_type = pg_sys::LookupTypeNameOid(std::ptr::null_mut(), (*def).typeName, true);
+            let base = if new_type == pg_sys::InvalidOid {
+                new_type
+            } else {
+                pg_sys::getBaseType(new_type)
+            };
+            if new_type != pg_sys::InvalidOid
+                && ![pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID].contains(&base)
+            {
+                raise(EncodedError {
+                    code: PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                    message: format!(
+                        "cannot alter the type of attached column \"{column}\" of \"{name}\" to {}",
+                        crate::catalog::cstr_utf8(pg_sys::format_type_be(new_type))
+                    ),
+                    detail: None,
+                    hint: Some(format!(
+                        "An attached column is text, varchar or char: detach column {} with simhash_detach() first.",
+                        att.text_column
+                    )),
+                });
+            }
+        }
     }
     pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
 }
@@ -335,16 +415,15 @@ pub unsafe fn ddl_command_start(
         return pg_sys::Datum::from(0);
     }
     match (*tree).type_ {
+        // ALTER TABLE, and ALTER VIEW, MATERIALIZED VIEW or FOREIGN TABLE, which PostgreSQL runs
+        // on a table too for some subcommands (the event trigger fires for all four tags).
         pg_sys::NodeTag::T_AlterTableStmt => {
             let stmt = &*(tree as *mut pg_sys::AlterTableStmt);
-            if stmt.objtype != pg_sys::ObjectType::OBJECT_TABLE {
-                return pg_sys::Datum::from(0);
-            }
             for cmd in list_cells::<pg_sys::AlterTableCmd>(stmt.cmds) {
-                if (*cmd).subtype == pg_sys::AlterTableType::AT_DropColumn && !(*cmd).name.is_null() {
+                if let Some(change) = ColumnChange::of((*cmd).subtype) {
                     let table = relation_of(stmt.relation);
                     if table != pg_sys::InvalidOid && crate::privileges::acts_for_owner(table) {
-                        refuse_derived_drop(table, (*cmd).name, ext_namespace);
+                        refuse_derived_change(table, &*cmd, change, ext_namespace);
                     }
                 }
                 if (*cmd).subtype != pg_sys::AlterTableType::AT_AttachPartition || (*cmd).def.is_null() {
@@ -379,8 +458,17 @@ pub unsafe fn ddl_command_start(
         }
         pg_sys::NodeTag::T_RenameStmt => {
             let stmt = &*(tree as *mut pg_sys::RenameStmt);
+            // RENAME COLUMN of a table works through ALTER VIEW, ALTER MATERIALIZED VIEW and ALTER
+            // FOREIGN TABLE as through ALTER TABLE (PostgreSQL checks only that the relation has
+            // columns): all four are followed.
+            let relation_types = [
+                pg_sys::ObjectType::OBJECT_TABLE,
+                pg_sys::ObjectType::OBJECT_VIEW,
+                pg_sys::ObjectType::OBJECT_MATVIEW,
+                pg_sys::ObjectType::OBJECT_FOREIGN_TABLE,
+            ];
             if stmt.renameType != pg_sys::ObjectType::OBJECT_COLUMN
-                || stmt.relationType != pg_sys::ObjectType::OBJECT_TABLE
+                || !relation_types.contains(&stmt.relationType)
                 || stmt.subname.is_null()
                 || stmt.newname.is_null()
             {

@@ -82,6 +82,41 @@ pub unsafe fn require(relid: pg_sys::Oid, mode: u32) {
     }
 }
 
+/// Raises 42501 unless the current user may insert rows into table `relid`: INSERT on it and,
+/// where row-level security applies to the current user, a permissive policy for INSERT (or ALL)
+/// that applies to it and whose check is not the constant `false` (without one, PostgreSQL refuses
+/// every row). What `simhash_internal.lock_near_duplicates` asks of its caller (§13.4): a role
+/// that may write nothing takes none of the locks that checked writes wait for.
+///
+/// # Safety
+/// In a transaction, where a query may run.
+pub unsafe fn require_insert(relid: pg_sys::Oid) {
+    require(relid, pg_sys::ACL_INSERT);
+    if !rls_enabled(relid, true) {
+        return;
+    }
+    let may_insert = with_safe_search_path(|| {
+        crate::spi::connected(|| {
+            crate::spi::one_utf8(
+                "SELECT 'yes'::pg_catalog.text FROM pg_catalog.pg_policy p \
+                 WHERE p.polrelid OPERATOR(pg_catalog.=) $1 AND p.polpermissive \
+                   AND p.polcmd OPERATOR(pg_catalog.=) ANY (ARRAY['*', 'a']::pg_catalog.\"char\"[]) \
+                   AND COALESCE(pg_catalog.pg_get_expr(COALESCE(p.polwithcheck, p.polqual), $1), '') \
+                       OPERATOR(pg_catalog.<>) 'false' \
+                   AND (0::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (p.polroles) \
+                        OR EXISTS (SELECT FROM pg_catalog.unnest(p.polroles) r \
+                                   WHERE pg_catalog.pg_has_role(r, 'USAGE'))) \
+                 LIMIT 1",
+                &[crate::spi::Arg::Oid(relid)],
+            )
+            .is_some()
+        })
+    });
+    if !may_insert {
+        deny(relid);
+    }
+}
+
 /// Whether row-level security filters what the current user reads of table `relid`; unless
 /// `no_error`, with `row_security = off` where it would, PostgreSQL's own error (42501).
 unsafe fn rls_enabled(relid: pg_sys::Oid, no_error: bool) -> bool {

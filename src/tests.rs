@@ -408,10 +408,7 @@ mod tests {
         assert_eq!(split_quoted("a, \"b, c\", d"), ["a", "\"b, c\"", "d"]);
         let key = RowKey::Columns(vec!["site".into(), "id".into()]);
         assert_eq!(key.names(), "site, id");
-        assert_eq!(
-            key.message_sql("t"),
-            "pg_catalog.concat_ws(', ', t.site::pg_catalog.text, t.id::pg_catalog.text)"
-        );
+        assert_eq!(key.message_sql("t"), "pg_catalog.concat_ws(', ', t.site, t.id)");
         assert_eq!(key.value_sql("t"), "ROW(t.site, t.id)::pg_catalog.text");
         let ctid = RowKey::Ctid { partitioned: true };
         assert_eq!(ctid.names(), "tableoid, ctid");

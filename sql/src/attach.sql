@@ -6,7 +6,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
   -- Each band column of an attachment with the expression of its value: generated from it by
   -- simhash_attach(), kept by the trigger and tied to it by a constraint after an online attach.
-  SELECT b.name, CASE WHEN att.method = 'minhash' THEN format('@extschema@.minhash_bands(%I)', att.fingerprint_column)
+  -- Every argument is given (and typed): ATTACH PARTITION parses the expression again as
+  -- pg_get_expr() prints it, and a function another role added to the extension's schema with one
+  -- argument fewer must not make that call ambiguous (docs/ARCHITECTURE.md section 13.2).
+  SELECT b.name, CASE WHEN att.method = 'minhash'
+                      THEN format('@extschema@.minhash_bands(%I, 32, 4)', att.fingerprint_column)
                       ELSE format('@extschema@.simhash_band(%I, %s, %s)', att.fingerprint_column, b.i - 1,
                                   cardinality(att.band_columns)) END
   FROM unnest(att.band_columns) WITH ORDINALITY b(name, i)
@@ -84,9 +88,9 @@ BEGIN
     IF scope_type IS NULL THEN
       RAISE EXCEPTION 'column "%" of relation "%" does not exist', scope, table_name USING ERRCODE = '42703';
     END IF;
-    -- Rows are in one scope when their values are equal by the type's default equality.
+    -- Rows are in one scope when their values are equal by the type's default equality: a domain's base type's, asked of that type (casting NULL to the table owner's domain would run its CHECK as the caller, docs/ARCHITECTURE.md section 13.3).
     BEGIN
-      EXECUTE format('SELECT NULL::%s = NULL::%s', scope_type, scope_type);
+      EXECUTE format('SELECT NULL::%1$s = NULL::%1$s', (WITH RECURSIVE b(t) AS (SELECT scope_type::oid UNION ALL SELECT y.typbasetype FROM b JOIN pg_type y ON y.oid = b.t AND y.typtype = 'd') SELECT b.t::regtype FROM b JOIN pg_type y ON y.oid = b.t AND y.typtype <> 'd'));
     EXCEPTION WHEN undefined_function THEN
       RAISE EXCEPTION 'simhash_attach: column "%" has type %, which has no equality operator', scope, scope_type
         USING ERRCODE = '42883', HINT = 'Scope duplicate checks by a column of a type with a default equality.';

@@ -256,5 +256,7 @@ COMMENT ON FUNCTION simhash_internal.rename_column(regclass, name, name) IS
 CREATE FUNCTION simhash_ddl_command_start() RETURNS event_trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_ddl_command_start';
 COMMENT ON FUNCTION simhash_ddl_command_start() IS
   'Internal: keeps attachments working through ALTER TABLE ... ATTACH PARTITION and RENAME COLUMN';
-CREATE EVENT TRIGGER simhash_ddl_command_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE')
+-- ALTER VIEW, ALTER MATERIALIZED VIEW and ALTER FOREIGN TABLE rename the columns of a table too.
+CREATE EVENT TRIGGER simhash_ddl_command_start ON ddl_command_start
+  WHEN TAG IN ('ALTER TABLE', 'ALTER VIEW', 'ALTER MATERIALIZED VIEW', 'ALTER FOREIGN TABLE')
   EXECUTE FUNCTION @extschema@.simhash_ddl_command_start();

@@ -89,11 +89,14 @@ BEGIN
       ORDER BY 2 DESC LOOP
     CONTINUE WHEN estimate > budget;
     budget := budget - estimate;
-    -- simhash() in the workers, fill_stash() (parallel restricted) in the leader above them.
-    EXECUTE format('SELECT count(simhash_internal.fill_stash(s.tableoid, s.ctid, s.fp)) '
-                   'FROM (SELECT tableoid, ctid, %s AS fp FROM ONLY %s OFFSET 0) s',
-                   simhash_internal.fingerprint_sql(quote_ident(text_column), 'simhash', tokenizer, shingle, weighting,
-                                                    stopwords, fold), leaf);
+    -- simhash() in the workers, fill_stash() (parallel restricted) in the leader above them. As the
+    -- table's owner (docs/ARCHITECTURE.md section 13.3): a policy of the owner's (FORCE ROW LEVEL
+    -- SECURITY) that the scan evaluates never runs with the rights of whoever attaches the table.
+    PERFORM simhash_internal.execute_as_owner(leaf, format(
+      'SELECT pg_catalog.count(simhash_internal.fill_stash(s.tableoid, s.ctid, s.fp)) '
+      'FROM (SELECT tableoid, ctid, %s AS fp FROM ONLY %s OFFSET 0) s',
+      simhash_internal.fingerprint_sql(quote_ident(text_column), 'simhash', tokenizer, shingle, weighting,
+                                       stopwords, fold), leaf));
   END LOOP;
 END
 $$;

@@ -62,8 +62,12 @@ BEGIN
   -- lock_timeout, and tried again by the caller when it expires.
   PERFORM set_config('lock_timeout', lock_timeout_ms || 'ms', true);
   BEGIN
-    EXECUTE format('ALTER TABLE %s %s, ADD CONSTRAINT %I CHECK (%s) NOT VALID', att.table_name, columns,
-                   att.trigger_name || '$bands', bands_check);
+    -- As the table's owner in a security-restricted operation, as simhash_attach() adds its columns
+    -- (docs/ARCHITECTURE.md section 13.3): the flag column has the primary key's type, which may be
+    -- a domain of the owner's whose DEFAULT and CHECK constraints adding it evaluates.
+    PERFORM simhash_internal.execute_as_owner(att.table_name,
+      format('ALTER TABLE %s %s, ADD CONSTRAINT %I CHECK (%s) NOT VALID', att.table_name, columns,
+             att.trigger_name || '$bands', bands_check));
     PERFORM simhash_internal.create_triggers(att.table_name::regclass, args::bytea, kind::"char", dist_method::"char");
   EXCEPTION WHEN lock_not_available THEN
     RETURN 'locked';

@@ -479,5 +479,6 @@ END
 $$;
 COMMENT ON FUNCTION simhash_internal.registry_ddl_command_end() IS
   'After ALTER TABLE of a table attached with registry => true, brings its view in step with it';
-CREATE EVENT TRIGGER simhash_registry_ddl_command_end ON ddl_command_end WHEN TAG IN ('ALTER TABLE')
+CREATE EVENT TRIGGER simhash_registry_ddl_command_end ON ddl_command_end
+  WHEN TAG IN ('ALTER TABLE', 'ALTER VIEW', 'ALTER MATERIALIZED VIEW', 'ALTER FOREIGN TABLE')
   EXECUTE FUNCTION simhash_internal.registry_ddl_command_end();

@@ -349,8 +349,10 @@ mod simhash_internal {
     /// (docs/ARCHITECTURE.md §8.7).
     #[pg_extern(volatile, strict, parallel_unsafe, name = "lock_near_duplicates")]
     fn lock_near_duplicates(table_name: RegClass, fingerprint: i64, max_distance: i32) {
-        // Only a writer of the table takes them: these locks make checked writes wait.
-        unsafe { crate::privileges::require(table_name.0, pg_sys::ACL_INSERT | pg_sys::ACL_UPDATE) };
+        // Only a role that may insert rows into the table takes them (the registry's writes are
+        // INSERTs): these locks make checked writes wait. UPDATE alone, or INSERT with row-level
+        // security that lets the caller insert no row, is refused (docs/ARCHITECTURE.md §13.4).
+        unsafe { crate::privileges::require_insert(table_name.0) };
         let k = crate::attachment::check_max_distance(max_distance);
         crate::check::locks::lock_for_transaction(
             table_name.0,

@@ -61,13 +61,15 @@ impl RowKey {
     }
 
     /// The key of row `alias` as the DETAIL of a near-duplicate error shows it: the values
-    /// separated by ", " (as PostgreSQL's unique violations do).
+    /// separated by ", " (as PostgreSQL's unique violations do). Each value is written by its type's
+    /// output function (`concat_ws` of the values themselves), never by a cast to `text`: the owner
+    /// of a table can create a cast from a type of its own to `text`, and dedup renders keys as its
+    /// caller (docs/ARCHITECTURE.md §13.3).
     pub fn message_sql(&self, alias: &str) -> String {
         match self {
             RowKey::Columns(columns) => {
-                let texts: Vec<String> =
-                    columns.iter().map(|c| format!("{alias}.{c}::pg_catalog.text")).collect();
-                format!("pg_catalog.concat_ws(', ', {})", texts.join(", "))
+                let values: Vec<String> = columns.iter().map(|c| format!("{alias}.{c}")).collect();
+                format!("pg_catalog.concat_ws(', ', {})", values.join(", "))
             }
             RowKey::Ctid { partitioned: true } => format!(
                 "pg_catalog.concat_ws(', ', {alias}.tableoid::pg_catalog.regclass::pg_catalog.text, {alias}.ctid::pg_catalog.text)"
@@ -76,11 +78,12 @@ impl RowKey {
         }
     }
 
-    /// The key of row `alias` as dedup results show it: one column's text, or a row's (`(1,2)`).
+    /// The key of row `alias` as dedup results show it: one column's text, or a row's (`(1,2)`),
+    /// by output functions as [`RowKey::message_sql`] (a row's text is `record_out`'s).
     pub fn value_sql(&self, alias: &str) -> String {
         match self {
             RowKey::Columns(columns) if columns.len() == 1 => {
-                format!("{alias}.{}::pg_catalog.text", columns[0])
+                format!("pg_catalog.format('%s', {alias}.{})", columns[0])
             }
             RowKey::Columns(_) => format!("ROW({})::pg_catalog.text", self.order_by(alias)),
             RowKey::Ctid { partitioned: true } => {

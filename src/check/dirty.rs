@@ -9,14 +9,14 @@ use pgrx::prelude::*;
 /// A dirty snapshot (`InitDirtySnapshot`), never registered: a search passes its pointer and reads
 /// after each visible row which transaction, if any, that row depends on (the visibility test
 /// writes it into the snapshot).
-pub struct Dirty(*mut pg_sys::SnapshotData);
+pub struct Dirty(*mut pg_sys::SnapshotData, std::cell::Cell<Option<Pending>>);
 
 impl Dirty {
     pub fn new() -> Dirty {
         // SAFETY: SnapshotData is plain data; a dirty snapshot is all zeros but its type.
         let mut data: Box<pg_sys::SnapshotData> = Box::new(unsafe { std::mem::zeroed() });
         data.snapshot_type = pg_sys::SnapshotType::SNAPSHOT_DIRTY;
-        Dirty(Box::into_raw(data))
+        Dirty(Box::into_raw(data), std::cell::Cell::new(None))
     }
 
     pub fn ptr(&self) -> pg_sys::Snapshot {
@@ -31,6 +31,27 @@ impl Dirty {
         [xmin, xmax]
             .into_iter()
             .find(|xid| *xid != pg_sys::InvalidTransactionId)
+    }
+}
+
+impl Dirty {
+    /// Whether the row just found visible, at `tid` of `table`, is certain; if it depends on a
+    /// transaction in progress, it is noted (the first such row) for [`Dirty::pending`].
+    pub fn certain(&self, table: pg_sys::Oid, tid: pg_sys::ItemPointerData) -> bool {
+        match self.in_progress() {
+            None => true,
+            Some(xid) => {
+                if self.1.get().is_none() {
+                    self.1.set(Some(Pending { xid, table, tid }));
+                }
+                false
+            }
+        }
+    }
+
+    /// The first row found that depends on a transaction in progress.
+    pub fn pending(&self) -> Option<Pending> {
+        self.1.get()
     }
 }
 

@@ -71,8 +71,7 @@ pub fn lock_for_transaction(relid: pg_sys::Oid, keys: &[u32]) {
 struct Held {
     relid: pg_sys::Oid,
     key: u32,
-    /// The table the row goes to.
-    firing: pg_sys::Oid,
+    mode: pg_sys::LOCKMODE,
     /// `pg_trigger_depth()` of the trigger that took it.
     depth: i32,
     /// The subtransaction it was taken in.
@@ -83,7 +82,20 @@ thread_local! {
     static HELD: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
     /// The portal context a reset callback is registered on (see `release_at_portal_end`).
     static PORTAL_WATCHED: Cell<pg_sys::MemoryContext> = const { Cell::new(std::ptr::null_mut()) };
+    /// The statement whose first row a check after the write saw last: (command id, trigger depth,
+    /// attached table).
+    static STATEMENT: Cell<(pg_sys::CommandId, i32, pg_sys::Oid)> =
+        const { Cell::new((0, 0, pg_sys::Oid::INVALID)) };
 }
+
+/// The key of a table's rows checked after they are written (§8.5), above every part and band key.
+const WRITTEN_KEY: u32 = u32::MAX;
+/// The mode a row checked after its write takes [`WRITTEN_KEY`] in: such rows never wait for each
+/// other on it.
+const WRITTEN: pg_sys::LOCKMODE = pg_sys::RowExclusiveLock as pg_sys::LOCKMODE;
+/// The mode a row checked before its write takes [`WRITTEN_KEY`] in: it conflicts with [`WRITTEN`]
+/// only.
+const CHECKING: pg_sys::LOCKMODE = pg_sys::ShareLock as pg_sys::LOCKMODE;
 
 /// The nesting depth of triggers now (`pg_trigger_depth()`): 1 in a trigger of a top-level
 /// statement, 0 outside triggers.
@@ -91,31 +103,67 @@ pub fn trigger_depth() -> i32 {
     unsafe { pgrx::direct_function_call::<i32>(pg_sys::pg_trigger_depth, &[]) }.unwrap_or(0)
 }
 
-/// Takes the keys of a row about to be searched for and written into `firing` (a table of
-/// attached table `relid`), session-level, each once; they are let go by [`release_row`],
-/// [`release_statement`], [`release_before_wait`], a portal's end or the transaction's end.
+/// Takes `(relid, key)` in `mode`, session-level, unless held already; to be let go by
+/// [`release_row`], [`release_statement`], [`release_before_wait`], a portal's end or the
+/// transaction's end.
+unsafe fn take(relid: pg_sys::Oid, key: u32, mode: pg_sys::LOCKMODE, depth: i32) {
+    if HELD.with(|h| {
+        h.borrow()
+            .iter()
+            .any(|x| x.relid == relid && x.key == key && x.mode == mode)
+    }) {
+        return;
+    }
+    let tag = tag_of(relid, key);
+    pg_sys::LockAcquire(&tag, mode, true, false);
+    // Recorded only once granted: an error (a deadlock, a cancel) leaves the list without it.
+    HELD.with(|h| {
+        h.borrow_mut().push(Held {
+            relid,
+            key,
+            mode,
+            depth,
+            subid: pg_sys::GetCurrentSubTransactionId(),
+        })
+    });
+}
+
+/// Takes the keys of a row about to be searched for and then written into attached table `relid`
+/// (or one of its partitions): `keys` exclusively, in ascending order, after [`WRITTEN_KEY`] in
+/// [`CHECKING`] mode when the table also has rows checked after they are written
+/// (`checked_after`, §8.5).
 ///
 /// # Safety
 /// Call inside a transaction, from the row's BEFORE trigger.
-pub unsafe fn lock_row(relid: pg_sys::Oid, firing: pg_sys::Oid, keys: &[u32]) {
+pub unsafe fn lock_row(relid: pg_sys::Oid, keys: &[u32], checked_after: bool) {
     let depth = trigger_depth();
     release_at_portal_end();
+    if checked_after {
+        take(relid, WRITTEN_KEY, CHECKING, depth);
+    }
     for &key in keys {
-        if HELD.with(|h| h.borrow().iter().any(|x| x.relid == relid && x.key == key)) {
-            continue;
+        take(relid, key, EXCLUSIVE, depth);
+    }
+}
+
+/// Takes the keys of a row that is checked once written (§8.5), from its BEFORE trigger: so that it
+/// is not written while a check made before a write holds them, [`WRITTEN_KEY`] in [`WRITTEN`]
+/// mode, which rows checked after their writes never wait for each other on; and, for the first row
+/// of a statement, its own `keys`, held through the statement's check, so that two single-row
+/// statements writing near-duplicates at once meet in order (the second gets 23505) rather than each
+/// finding the other's row and waiting for it (a deadlock).
+///
+/// # Safety
+/// As [`lock_row`].
+pub unsafe fn lock_written(relid: pg_sys::Oid, keys: &[u32]) {
+    let depth = trigger_depth();
+    release_at_portal_end();
+    take(relid, WRITTEN_KEY, WRITTEN, depth);
+    let statement = (pg_sys::GetCurrentCommandId(false), depth, relid);
+    if STATEMENT.with(|s| s.replace(statement)) != statement {
+        for &key in keys {
+            take(relid, key, EXCLUSIVE, depth);
         }
-        let tag = tag_of(relid, key);
-        pg_sys::LockAcquire(&tag, EXCLUSIVE, true, false);
-        // Recorded only once granted: an error (a deadlock, a cancel) leaves the list without it.
-        HELD.with(|h| {
-            h.borrow_mut().push(Held {
-                relid,
-                key,
-                firing,
-                depth,
-                subid: pg_sys::GetCurrentSubTransactionId(),
-            })
-        });
     }
 }
 
@@ -129,18 +177,19 @@ fn release_where(release: impl Fn(&Held) -> bool) {
     });
     for x in gone {
         let tag = tag_of(x.relid, x.key);
-        unsafe { pg_sys::LockRelease(&tag, EXCLUSIVE, true) };
+        unsafe { pg_sys::LockRelease(&tag, x.mode, true) };
     }
 }
 
-/// At the start of a row's BEFORE trigger on `firing`: the rows that trigger fired for before, at
-/// this depth or deeper, are written now, and their keys go.
-pub fn release_row(firing: pg_sys::Oid) {
+/// At the start of a row's BEFORE trigger on attached table `relid` (or a partition of it): the rows
+/// its triggers fired for before, at this depth (the rows of a statement are written one after the
+/// other, into whichever partition) or deeper, are written now, and their keys go.
+pub fn release_row(relid: pg_sys::Oid) {
     if HELD.with(|h| h.borrow().is_empty()) {
         return;
     }
     let depth = trigger_depth();
-    release_where(|x| x.depth > depth || (x.depth == depth && x.firing == firing));
+    release_where(|x| x.depth > depth || (x.depth == depth && x.relid == relid));
 }
 
 /// When a statement that writes rows finishes (its rows are all written): the keys its rows' triggers
@@ -162,6 +211,7 @@ pub fn release_before_wait(rows_depth: i32) {
 
 /// Everything (the end of the transaction).
 pub fn release_all() {
+    STATEMENT.with(|s| s.set((0, 0, pg_sys::Oid::INVALID)));
     release_where(|_| true);
 }
 

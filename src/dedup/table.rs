@@ -24,8 +24,11 @@ impl Table {
             let heap = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
             let form = &*(*heap).rd_rel;
             let partitioned = form.relkind as u8 == pg_sys::RELKIND_PARTITIONED_TABLE || form.relispartition;
+            let att = crate::attachment::find(heap, text_column, namespace);
+            // Its stored values are read as their method's type (42804 for a column retyped since).
+            crate::method::common::verify_columns(heap, &att);
             let table = Table {
-                att: crate::attachment::find(heap, text_column, namespace),
+                att,
                 key: RowKey::of(relid, partitioned),
                 qualified: crate::catalog::qualified_name(heap),
                 partitioned,

@@ -74,4 +74,50 @@ pub struct WrittenRow<'a> {
     pub ext_schema: &'a dyn Fn() -> String,
     /// An INSERT that the statement-end check takes over when the method has one (SimHash).
     pub checked_after: bool,
+    /// Whether the attachment has its INSERTs checked after they are written (§8.5): a check made
+    /// before the write then also takes the key that keeps those writes out of its window.
+    pub table_checks_after: bool,
+}
+
+/// Raises 42804, with a HINT to detach and attach again, unless each column of `att` that `rel`
+/// has is still of the type the attach gave it: the fingerprint or signature column (`bigint`,
+/// `bytea`) and the band columns (`integer`, `bigint[]`), domains over them included. The
+/// extension reads and writes their values as those types (a band index's keys, the values the
+/// trigger keeps), and a column of another type, retyped where the event trigger could not refuse
+/// it, would otherwise be read as one (docs/ARCHITECTURE.md §13.6). A missing column is left to
+/// whoever reads it (42703).
+///
+/// # Safety
+/// `rel` must be an open relation.
+pub unsafe fn verify_columns(rel: pg_sys::Relation, att: &Attachment) {
+    let tupdesc = (*rel).rd_att;
+    let (value_type, value_name) = att.method.stored_type();
+    let (band_type, band_name) = match att.method {
+        crate::attachment::Method::SimHash(_) => (pg_sys::INT4OID, "integer"),
+        crate::attachment::Method::MinHash(_) => (pg_sys::INT8ARRAYOID, "bigint[]"),
+    };
+    let wanted = std::iter::once((att.fingerprint_column(), value_type, value_name))
+        .chain(att.band_columns().into_iter().map(|b| (b, band_type, band_name)));
+    for (column, want, want_name) in wanted {
+        let Some(n) = crate::catalog::attnum_of(tupdesc, &column) else {
+            continue;
+        };
+        let attr = crate::catalog::attribute(tupdesc, n.into());
+        if pg_sys::getBaseType(attr.atttypid) != want {
+            let table = relation_name(rel);
+            let has = crate::catalog::cstr_utf8(pg_sys::format_type_be(attr.atttypid));
+            raise(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                message: format!("column \"{column}\" of table \"{table}\" has type {has}, not {want_name}"),
+                detail: Some(format!(
+                    "simhash_attach() made it for the attachment of column \"{}\".",
+                    att.text_column
+                )),
+                hint: Some(
+                    "The column was altered after simhash_attach(); detach the table and attach it again."
+                        .into(),
+                ),
+            });
+        }
+    }
 }

@@ -24,6 +24,7 @@ use crate::text::Text;
 /// # Safety
 /// `lookup.heap` must be an open table that `lookup.att` is attached to.
 pub unsafe fn near_duplicates(lookup: &Lookup, on_row: &mut dyn FnMut(pg_sys::Datum, Found)) {
+    common::verify_columns(lookup.heap, lookup.att);
     match &lookup.att.method {
         Method::SimHash(settings) => simhash::lookup::near_duplicates(lookup, settings, on_row),
         Method::MinHash(settings) => minhash::lookup::near_duplicates(lookup, settings, on_row),

@@ -279,7 +279,6 @@ unsafe fn first_duplicate(
     dirty: &crate::check::dirty::Dirty,
 ) -> Found {
     let snapshot = dirty.ptr();
-    let mut pending = None;
     let att = &setup.att;
     let sim = att.simhash_only("the per-statement check");
     let fp_attnum = setup.fp_att as i16;
@@ -303,30 +302,21 @@ unsafe fn first_duplicate(
         let mut best: Vec<Option<(u32, pg_sys::ItemPointerData)>> = vec![None; slice.len()];
         let offset = at * MERGED_ROWS;
         let counts = |i: usize, tid: &pg_sys::ItemPointerData| counts(offset + i, tid);
-        if !merged(
-            rel,
-            &indexes,
-            sim.max_distance,
-            slice,
-            dirty,
-            &counts,
-            &mut best,
-            &mut pending,
-        ) {
+        if !merged(rel, &indexes, sim.max_distance, slice, dirty, &counts, &mut best) {
             all_served = false;
             break;
         }
         if let Some(found) = best.into_iter().flatten().next() {
             return Found {
                 nearest: Some(found),
-                pending,
+                pending: dirty.pending(),
             };
         }
     }
     if all_served {
         return Found {
             nearest: None,
-            pending,
+            pending: dirty.pending(),
         };
     }
     // One search per row: the same results, for tables whose indexes leaf lists cannot serve.
@@ -349,32 +339,26 @@ unsafe fn first_duplicate(
             if !counts(i, &found) {
                 return;
             }
-            match dirty.in_progress() {
-                Some(xid) => {
-                    pending.get_or_insert(crate::check::dirty::Pending {
-                        xid,
-                        table: (*rel).rd_id,
-                        tid: found,
-                    });
-                }
-                None if nearest.is_none_or(|(nd, _)| d < nd) => nearest = Some((d, found)),
-                None => {}
+            if dirty.certain((*rel).rd_id, found) && nearest.is_none_or(|(nd, _)| d < nd) {
+                nearest = Some((d, found));
             }
         });
         if nearest.is_some() {
-            return Found { nearest, pending };
+            return Found {
+                nearest,
+                pending: dirty.pending(),
+            };
         }
     }
     Found {
         nearest: None,
-        pending,
+        pending: dirty.pending(),
     }
 }
 
 /// Finds every row's nearest near-duplicate (as [`first_duplicate`] counts them) in one ascending
 /// pass over each band index for all rows. False, with `best` undefined, where the band indexes
 /// cannot be read that way or the distance is beyond what probing serves.
-#[allow(clippy::too_many_arguments)]
 unsafe fn merged(
     rel: pg_sys::Relation,
     indexes: &BandIndexes,
@@ -383,7 +367,6 @@ unsafe fn merged(
     dirty: &crate::check::dirty::Dirty,
     counts: &dyn Fn(usize, &pg_sys::ItemPointerData) -> bool,
     best: &mut [Option<(u32, pg_sys::ItemPointerData)>],
-    pending: &mut Option<crate::check::dirty::Pending>,
 ) -> bool {
     let snapshot = dirty.ptr();
     let Some(bands) = indexes.leaf_readable_bands() else {
@@ -441,15 +424,8 @@ unsafe fn merged(
                 if !fetch.fetch(tid, snapshot, slot) || !counts(i, &(*slot).tts_tid) {
                     continue;
                 }
-                match dirty.in_progress() {
-                    Some(xid) => {
-                        pending.get_or_insert(crate::check::dirty::Pending {
-                            xid,
-                            table: (*rel).rd_id,
-                            tid: (*slot).tts_tid,
-                        });
-                    }
-                    None => best[i] = Some((d, (*slot).tts_tid)),
+                if dirty.certain((*rel).rd_id, (*slot).tts_tid) {
+                    best[i] = Some((d, (*slot).tts_tid));
                 }
             }
         }

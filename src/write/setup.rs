@@ -84,6 +84,8 @@ pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
             );
             let (value_type, type_name) = att.method.stored_type();
             check_type(tupdesc, fp_att, &table, &[value_type], type_name);
+            // The band columns too: the trigger writes the bands it keeps as their type.
+            crate::method::common::verify_columns(rel, &att);
             let flag_att = attnum_of(tupdesc, &att.flag_column()).map(i32::from);
             let scope = att.scope_column.as_deref().map(|column| {
                 let n = attnum(tupdesc, column, &table);

@@ -130,8 +130,6 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     {
         trigger_error("simhash_trigger() must run BEFORE INSERT OR UPDATE FOR EACH ROW");
     }
-    // The row this trigger fired for before on this table is written: its keys go (§8.2).
-    crate::check::locks::release_row((*td.tg_relation).rd_id);
     let (tuple, old) = if op == pg_sys::TRIGGER_EVENT_INSERT {
         (td.tg_trigtuple, None)
     } else {
@@ -144,6 +142,8 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
         tuple,
         old,
     };
+    // The row the triggers of the attached table fired for before is written: its keys go (§8.2).
+    crate::check::locks::release_row(firing.setup.attached_table);
     let (text_changed, scope_changed) = firing.changes();
     if !text_changed && !scope_changed {
         let (old, fp_att, tupdesc) = (
@@ -276,6 +276,7 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
                 ext_schema: firing.ext_schema,
                 // simhash_check_trigger() checks the row once it is written (crate::write::deferred).
                 checked_after: firing.old.is_none() && setup.checks_inserts_after(),
+                table_checks_after: setup.checks_inserts_after(),
             },
         ),
     };
@@ -310,9 +311,9 @@ pub unsafe fn on_inserted(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Str
     {
         trigger_error("simhash_check_trigger() must run AFTER INSERT FOR EACH ROW");
     }
-    // The rows of the statement are written: the keys their BEFORE triggers took can go.
-    crate::check::locks::release_row((*td.tg_relation).rd_id);
     let setup = setup_of(td);
+    // The rows of the statement are written: the keys their BEFORE triggers took can go.
+    crate::check::locks::release_row(setup.attached_table);
     // Unpaired (the BEFORE trigger disabled alone, a partition), the BEFORE trigger checks.
     if !setup.checks_inserts_after() {
         return pg_sys::Datum::from(0);

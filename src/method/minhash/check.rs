@@ -35,9 +35,8 @@ pub unsafe fn most_similar(
 ) -> Option<(String, Nearest)> {
     let keys = band_keys(sig, settings);
     let lock_keys = band_lock_keys(&keys);
-    let firing = (*row.heap).rd_id;
     loop {
-        lock_row(row.attached_table, firing, &lock_keys);
+        lock_row(row.attached_table, &lock_keys, false);
         let found = search(att, settings, sig, &keys, row);
         let Some((similarity, table, tid)) = found.best else {
             match found.pending {
@@ -117,7 +116,7 @@ unsafe fn search(
                 scan_band_index(index, keys, snapshot, &mut |tid| {
                     pg_sys::check_for_interrupts!();
                     if fetch.fetch(tid, snapshot, slot) {
-                        table_search.consider(slot, dirty.in_progress(), &mut found, table);
+                        table_search.consider(slot, &dirty, &mut found, table);
                     }
                 });
                 drop(fetch);
@@ -128,6 +127,7 @@ unsafe fn search(
         }
         pg_sys::ExecDropSingleTupleTableSlot(slot);
     }
+    found.pending = dirty.pending();
     found
 }
 
@@ -141,11 +141,12 @@ struct TableSearch<'a> {
 }
 
 impl TableSearch<'_> {
-    /// Counts the visible row in `slot` (depending on transaction `xid`, if any) when it matches.
+    /// Counts the row just found visible under `dirty`, in `slot`, when it matches: a certain one
+    /// as the best so far if it is; `dirty` notes one of a transaction in progress.
     unsafe fn consider(
         &self,
         slot: *mut pg_sys::TupleTableSlot,
-        xid: Option<pg_sys::TransactionId>,
+        dirty: &Dirty,
         found: &mut Found,
         table: pg_sys::Oid,
     ) {
@@ -164,22 +165,18 @@ impl TableSearch<'_> {
                 return;
             }
         }
-        match xid {
-            Some(xid) => {
-                found.pending.get_or_insert(Pending { xid, table, tid });
-            }
-            None => {
-                let better = found.best.is_none_or(|(s, t, x)| {
-                    similarity
-                        .total_cmp(&s)
-                        .then(t.to_u32().cmp(&table.to_u32()))
-                        .then(tid_order(&x).cmp(&tid_order(&tid)))
-                        .is_gt()
-                });
-                if better {
-                    found.best = Some((similarity, table, tid));
-                }
-            }
+        if !dirty.certain(table, tid) {
+            return;
+        }
+        let better = found.best.is_none_or(|(s, t, x)| {
+            similarity
+                .total_cmp(&s)
+                .then(t.to_u32().cmp(&table.to_u32()))
+                .then(tid_order(&x).cmp(&tid_order(&tid)))
+                .is_gt()
+        });
+        if better {
+            found.best = Some((similarity, table, tid));
         }
     }
 
@@ -311,7 +308,7 @@ unsafe fn scan_heap(
     );
     while pg_sys::heap_getnextslot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot) {
         pg_sys::check_for_interrupts!();
-        table_search.consider(slot, dirty.in_progress(), found, table);
+        table_search.consider(slot, dirty, found, table);
     }
     pg_sys::heap_endscan(scan);
 }

@@ -7,7 +7,7 @@ use pgrx::prelude::*;
 use crate::attachment::{Attachment, SimHashSettings};
 use crate::catalog::{attnum_of, relation_name};
 use crate::check::dirty::{Dirty, Pending};
-use crate::check::locks::{lock_row, part_keys, trigger_depth};
+use crate::check::locks::{lock_row, lock_written, part_keys, trigger_depth};
 use crate::check::report::{describe_row, Measure, Nearest};
 use crate::check::row::{checked_tables, Written};
 use crate::method::common::WrittenRow;
@@ -69,21 +69,13 @@ unsafe fn nearest_row(att: &Attachment, sim: &SimHashSettings, row: &Written) ->
             if !in_scope {
                 return;
             }
-            match dirty.in_progress() {
-                Some(xid) => {
-                    found.pending.get_or_insert(Pending {
-                        xid,
-                        table,
-                        tid: (*slot).tts_tid,
-                    });
-                }
-                None if found.nearest.is_none_or(|(bd, _, _)| d < bd) => {
-                    found.nearest = Some((d, table, (*slot).tts_tid));
-                }
-                None => {}
+            let tid = (*slot).tts_tid;
+            if dirty.certain(table, tid) && found.nearest.is_none_or(|(bd, _, _)| d < bd) {
+                found.nearest = Some((d, table, tid));
             }
         });
     }
+    found.pending = dirty.pending();
     found
 }
 
@@ -174,9 +166,8 @@ pub unsafe fn check_written(
     row: &WrittenRow,
 ) -> Option<(String, Nearest)> {
     let keys = part_keys(fp, sim.max_distance as u32);
-    let firing = (*row.heap).rd_id;
     if row.checked_after {
-        lock_row(row.attached_table, firing, &keys);
+        lock_written(row.attached_table, &keys);
         return None;
     }
     let written = Written {
@@ -189,7 +180,7 @@ pub unsafe fn check_written(
         copy: None,
     };
     let (key_columns, nearest) = settle(row.ext_schema, att, sim, &written, row.flag_attr, &|| {
-        lock_row(row.attached_table, firing, &keys)
+        lock_row(row.attached_table, &keys, row.table_checks_after)
     });
     nearest.map(|n| (key_columns, n))
 }

@@ -112,20 +112,19 @@ impl BandIndexes {
                 let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
                 let form = &*(*index).rd_index;
                 let keys = form.indkey.values.as_slice(form.indnatts as usize);
-                let usable = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
-                    && form.indisvalid
-                    && form.indnkeyatts == 1
-                    && pg_sys::heap_attisnull(
-                        (*index).rd_indextuple,
-                        pg_sys::Anum_pg_index_indpred as i32,
-                        std::ptr::null_mut(),
-                    );
-                let band = usable
+                let band = is_band_index(index)
                     .then(|| band_attnums.iter().position(|&a| a == Some(keys[0])))
                     .flatten();
                 match band {
                     Some(b) => {
-                        let fp_attno = keys.iter().position(|&a| a == fp_attnum).map(|p| p + 1);
+                        // The fingerprint is read from an entry as a bigint: only where it is one.
+                        let fp_attno = keys
+                            .iter()
+                            .position(|&a| a == fp_attnum)
+                            .filter(|&p| {
+                                crate::compat::tuple_desc_attr((*index).rd_att, p).atttypid == pg_sys::INT8OID
+                            })
+                            .map(|p| p + 1);
                         // Prefer an index that holds the fingerprint.
                         let better = match &found[b] {
                             None => true,
@@ -156,6 +155,32 @@ impl BandIndexes {
     }
 }
 
+/// Whether `index` can serve a band as the lookup reads one, with equality scans of an `int4`
+/// key (`rescan_equal`): a valid B-tree whose one key column is a table column (no expression) of
+/// type `integer` in the `integer_ops` operator family (int4's default), without a predicate.
+/// The indexes `simhash_attach()` builds are; one the table's owner made or remade otherwise (an
+/// operator class of `text` after the column was retyped, an expression, a partial index) is not
+/// used, as if it were missing: the lookup then scans the table, which stays exact (§5.4,
+/// docs/ARCHITECTURE.md §13.6). Included columns are not keys: the fingerprint is read from one
+/// only where it is a `bigint`.
+///
+/// # Safety
+/// `index` must be an open index relation.
+unsafe fn is_band_index(index: pg_sys::Relation) -> bool {
+    let form = &*(*index).rd_index;
+    let no_field =
+        |field: u32| pg_sys::heap_attisnull((*index).rd_indextuple, field as i32, std::ptr::null_mut());
+    (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+        && form.indisvalid
+        && form.indnkeyatts == 1
+        && form.indkey.values.as_slice(1)[0] != 0
+        && no_field(pg_sys::Anum_pg_index_indpred)
+        && no_field(pg_sys::Anum_pg_index_indexprs)
+        && *(*index).rd_opfamily == pg_sys::INTEGER_BTREE_FAM_OID
+        && *(*index).rd_opcintype == pg_sys::INT4OID
+        && crate::compat::tuple_desc_attr((*index).rd_att, 0).atttypid == pg_sys::INT4OID
+}
+
 impl Drop for BandIndexes {
     fn drop(&mut self) {
         for b in self.0.take().into_iter().flatten() {
@@ -164,11 +189,14 @@ impl Drop for BandIndexes {
     }
 }
 
-/// The attribute number of the attachment's fingerprint column, or SQLSTATE 42703 naming it.
+/// The attribute number of the attachment's fingerprint column, or SQLSTATE 42703 naming it; 42804
+/// when it or a band column has another type than the attach gave it
+/// (`crate::method::common::verify_columns`).
 ///
 /// # Safety
 /// `heap` must be an open relation.
 pub unsafe fn fingerprint_attnum(heap: pg_sys::Relation, att: &Attachment) -> i16 {
+    crate::method::common::verify_columns(heap, att);
     attnum_of((*heap).rd_att, &att.fingerprint_column()).unwrap_or_else(|| {
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
