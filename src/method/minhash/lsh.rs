@@ -1,8 +1,7 @@
 //! MinHash attachments at run time (docs/ARCHITECTURE.md §6.11, §8.10): a text's signature and
-//! band keys, and the one query that finds the rows of a table which
-//! share a band with a signature and reach the threshold — for the trigger (under a fresh
-//! snapshot, the row's own old version excluded, in scope) and for lookups (whole rows, most
-//! similar first). The contract, "shares a band and estimated similarity ≥ threshold", is
+//! band keys, and the query that finds the rows of a table which share a band with a signature
+//! and reach the threshold, for lookups (whole rows, most similar first; the trigger's check reads
+//! the GIN index itself, `super::check`). The contract, "shares a band and estimated similarity ≥ threshold", is
 //! `simhash_core::minhash::is_match`; the GIN index over the band keys only narrows the rows to
 //! those sharing a key.
 
