@@ -11,16 +11,17 @@
 # Builds:
 #   --package [LABEL=]DIR  a `cargo pgrx package` output (repeatable); each gets a relocated copy of
 #                          the PostgreSQL of $PG_CONFIG (scripts/common.sh, private_postgres) in
-#                          /tmp/bench41-pg-N that loads its simhash_ext.so, and its own server
+#                          /tmp/bench41-pg-PORT that loads its simhash_ext.so, and its own server
 #   --prefix [LABEL=]DIR   a complete PostgreSQL install with the build installed in it (DIR/bin)
 #   neither: `cargo pgrx package` (release) of this working tree into /tmp/bench41-pkg (log in
 #   /tmp/bench41-package.log), or, with --skip-build, the package already there.
-# Servers: one per build, fresh, in /tmp/bench41-srv-N on port 55300 + N (--port-base), PostgreSQL's
-# default configuration (initdb's; loopback only), all started first and stopped at the end; the
-# measurements alternate between builds row by row, so the builds see the same machine load.
+# Servers: one per build N (0, 1, ...), fresh, on port PORT = 55300 + N (--port-base) with its data
+# in /tmp/bench41-srv-PORT, PostgreSQL's default configuration (initdb's; loopback only), all
+# started first and stopped at the end; the measurements alternate between builds row by row, so
+# the builds see the same machine load. Two runs at once need different --port-base (and --result).
 # Everything else is bench/writers.py's (see its --help and its docstring): --tables A,B, --kinds,
 # --modes, --partitioned, --holds, --probes, --lock-timeout, --batch, --seconds, --app-writers,
-# --prefill, --result (/tmp/bench41-writers.md), ...
+# --prefill, --rounds, --result (/tmp/bench41-writers.md), ...
 #
 # Exit status: nonzero when a build, a server or the set-up of a measurement fails; the numbers
 # themselves (PASS / FAIL) never change it.
@@ -85,12 +86,12 @@ main() {
     }
     trap stop_all EXIT
     for i in "${!labels[@]}"; do
-        local port=$((port_base + i)) srv=/tmp/bench41-srv-$i
+        local port=$((port_base + i)) srv=/tmp/bench41-srv-$((port_base + i))
         if [ "${kinds[$i]}" = package ]; then
             [ -f "${dirs[$i]}$("$PG_CONFIG" --pkglibdir)/simhash_ext.so" ] ||
                 { echo "writers.sh: no simhash_ext.so for $PG_CONFIG in package ${dirs[$i]}" >&2; exit 1; }
-            step "${labels[$i]}: private PostgreSQL in /tmp/bench41-pg-$i loading ${dirs[$i]}"
-            private_postgres "${dirs[$i]}" "/tmp/bench41-pg-$i"
+            step "${labels[$i]}: private PostgreSQL in /tmp/bench41-pg-$((port_base + i)) loading ${dirs[$i]}"
+            private_postgres "${dirs[$i]}" "/tmp/bench41-pg-$((port_base + i))"
         else
             [ -x "${dirs[$i]}/bin/postgres" ] || { echo "writers.sh: no ${dirs[$i]}/bin/postgres" >&2; exit 1; }
             PG_BIN=${dirs[$i]}/bin
