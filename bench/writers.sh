@@ -79,7 +79,8 @@ main() {
         labels=("$(cd "$ROOT" && git rev-parse --short HEAD)") kinds=(package) dirs=("$pkg")
     fi
 
-    local i servers=() pgbins=() srvdirs=()
+    local i servers=()
+    pgbins=() srvdirs=() # global: the EXIT trap runs after main has returned
     stop_all() {
         local j
         for j in "${!srvdirs[@]}"; do PG_BIN=${pgbins[$j]} stop_server "${srvdirs[$j]}"; done
