@@ -26,7 +26,7 @@
 # Exit status: nonzero when a build, a server or the set-up of a measurement fails; the numbers
 # themselves (PASS / FAIL) never change it.
 #
-# Time on the 2-core machine shared with other builds, defaults, one build: about 6 minutes (table A
+# Time on the 2-core machine shared with other builds, defaults, one build (0.9.0): 275 s (table A
 # is slowest where writers wait: a probe that times out costs 0.3 s, 60 of them per cell).
 
 # The body is one function, read whole before it runs.
