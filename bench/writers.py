@@ -228,6 +228,25 @@ def make_table(conn, v, prefill):
     return t
 
 
+def check_texts(port, n):
+    """Near-duplicate pairs among the pool's first n texts under both methods' defaults (simhash_pairs
+    of an attachment with on_duplicate 'none'): should be 0, or a probe of table A could wait for a
+    real near-duplicate among the holder's rows (which are rolled back, so no 23505 would show it)."""
+    conn = connect(port)
+    found = []
+    for method in ("simhash", "minhash"):
+        t = f"check_{method}"
+        conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
+        conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, body text NOT NULL)")
+        conn.execute(f"INSERT INTO {t} SELECT id, body FROM pool WHERE id <= %s", (n,))
+        conn.execute("SELECT simhash_attach(%s, 'body', method => %s)", (t, method))
+        k = conn.execute("SELECT count(*) FROM simhash_pairs(%s)", (t,)).fetchone()[0]
+        found.append(f"{k} under {'SimHash' if method == 'simhash' else 'MinHash'}")
+        conn.execute(f"DROP TABLE {t} CASCADE")
+    conn.close()
+    return f"near-duplicate pairs among the first {n:,} (table A's): " + ", ".join(found)
+
+
 def drop_table(conn, t):
     conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
 
@@ -559,6 +578,8 @@ def main():
                     help="pool texts for the batch writer per second of the window "
                          "(20000 when every --batch is insert*, else 60000)")
     ap.add_argument("--grace", type=float, default=30)
+    ap.add_argument("--no-check-texts", dest="check_texts", action="store_false",
+                    help="skip the count of near-duplicate pairs among table A's texts (simhash_pairs, both methods)")
     ap.add_argument("--seed", type=int, default=41)
     ap.add_argument("--cache", default=os.path.join(BENCH, "data"))
     ap.add_argument("--result", default="/tmp/bench41-writers.md")
@@ -637,6 +658,13 @@ def main():
         info[label] = f"{label}: simhash_ext {ver} from {lib}, PostgreSQL {pgv}, port {port}"
         progress("  " + info[label])
         c.close()
+
+    if a.check_texts and "A" in tables:
+        label, port = servers[0]
+        n = min(need_a, len(pool))
+        progress(f"text check on {label}: near-duplicate pairs among the {n:,} texts table A writes")
+        text_note += "; " + check_texts(port, n)
+        progress("  " + text_note)
 
     out = []
     out.append("# Writers of unrelated texts (bench/writers.sh)\n")
