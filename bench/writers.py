@@ -27,9 +27,12 @@ A. A holder session opens a transaction and inserts H rows (one INSERT ... SELEC
    a prober session (autocommit, lock_timeout = --lock-timeout) makes --probes single-row INSERTs of
    other texts; cell: probes that failed with 55P03 / probes. The holder then rolls back.
 B. --app-writers application writers (autocommit single-row INSERTs, each its own process and
-   connection) for --seconds beside one batch writer: `insert500` = INSERT ... SELECT of 500 rows
-   then COMMIT, over and over (`insert10000`, `copy500`, `copy10000`: 10,000 rows, or COPY FROM
-   STDIN of rows the batch writer has just read from the pool, outside its transaction). Every
+   connection) for --seconds beside one batch writer, one transaction after another: `insert500` =
+   500 single-row INSERTs (prepared, one round trip each) then COMMIT; `pipe500` the same through
+   psycopg's executemany (pipelined); `multi500` one INSERT ... SELECT of 500 rows; `copy500` COPY
+   FROM STDIN of 500 rows the batch writer has just read from the pool, outside its transaction;
+   any other size likewise (insert10000, copy10000). --rounds R: R windows per row, in a rotated
+   order of the rows, medians of rates and latencies, errors summed. Every
    connection first writes one row and rolls it back (loads the library, warms caches), then all
    start together. A statement counts in the throughput when it succeeded and ended within the
    window; latencies are of every application statement started within the window (those still
