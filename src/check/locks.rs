@@ -259,7 +259,7 @@ pub unsafe fn wait_for(
     let oper = if rel.is_null() {
         pg_sys::XLTW_Oper::XLTW_None
     } else {
-        pg_sys::XLTW_Oper::XLTW_RecheckExclusionConstr
+        pg_sys::XLTW_Oper::XLTW_InsertIndexUnique
     };
     pg_sys::XactLockTableWait(xid, rel, &mut tid, oper);
 }
