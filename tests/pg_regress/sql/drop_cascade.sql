@@ -48,7 +48,7 @@ WHERE tgrelid IN ('s_plain'::regclass, 's_online'::regclass, 'm_plain'::regclass
 ORDER BY 1, 2;
 SELECT conrelid::regclass AS table_name, conname, contype FROM pg_constraint
 WHERE conrelid IN ('s_plain'::regclass, 's_online'::regclass, 'm_plain'::regclass, 'm_online'::regclass, 's_flag'::regclass)
-  AND contype <> 'n' -- PostgreSQL 18 lists NOT NULL constraints too
+  AND contype <> 'n'  -- PostgreSQL 18 lists NOT NULL constraints too
 ORDER BY 1, 2;
 
 -- The rows stay, with the values last written; new writes go in (nothing fills the columns left).
