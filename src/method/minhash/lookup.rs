@@ -69,8 +69,6 @@ pub unsafe fn near_duplicates(
         keys: &keys,
         threshold,
         scope: None,
-        exclude: None,
-        rows: true,
     };
     for m in matches(&probe, None) {
         if let Some(row) = m.row {

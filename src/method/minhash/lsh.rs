@@ -13,7 +13,7 @@ use simhash_core::minhash::{self, Signature};
 
 use crate::attachment::{Attachment, MinHashSettings};
 use crate::catalog::qualified_name_of;
-use crate::check::row::{tid_key, ScopeFilter};
+use crate::check::row::ScopeFilter;
 use crate::errors::{raise, EncodedError};
 
 /// The signature of `text` with the attachment's options, or None without tokens.
@@ -53,10 +53,6 @@ pub struct Probe<'a> {
     pub threshold: f64,
     /// Only rows with this scope value count.
     pub scope: Option<&'a ScopeFilter<'a>>,
-    /// This row (table, TID) never counts: an UPDATE's old version.
-    pub exclude: Option<(pg_sys::Oid, pg_sys::ItemPointerData)>,
-    /// Whether to return whole rows (lookups) or only where they are (the trigger).
-    pub rows: bool,
 }
 
 /// A row the contract accepts.
@@ -64,7 +60,7 @@ pub struct Match {
     pub table: pg_sys::Oid,
     pub tid: pg_sys::ItemPointerData,
     pub similarity: f64,
-    /// The whole row (when asked for), copied out of SPI's memory.
+    /// The whole row, copied out of SPI's memory.
     pub row: Option<pg_sys::Datum>,
 }
 
@@ -96,14 +92,13 @@ unsafe fn plan_of(probe: &Probe) -> pg_sys::SPIPlanPtr {
         (Some(c), Some(_)) => format!(", t.{}", quote(c)),
         _ => String::new(),
     };
-    let row = if probe.rows { ", t" } else { "" };
     let place = if distributed {
         "0::pg_catalog.oid, '(0,0)'::pg_catalog.tid"
     } else {
         "t.tableoid, t.ctid"
     };
     let sql = format!(
-        "SELECT {place}, t.{fp}{scope}{row} FROM {only}{} t \
+        "SELECT {place}, t.{fp}{scope}, t FROM {only}{} t \
          WHERE t.{lsh} OPERATOR(pg_catalog.&&) $1",
         qualified_name_of(probe.relid)
     );
@@ -199,19 +194,13 @@ unsafe fn run_probe(probe: &Probe, snapshot: Option<pg_sys::Snapshot>) {
 }
 
 /// The match a row of the probe's query is (table, ctid, signature, then the scope value with a
-/// scope, then the whole row), or None when it is the excluded row, has no signature, does not
-/// reach the threshold or is out of scope.
+/// scope, then the whole row), or None when it has no signature, does not reach the threshold or
+/// is out of scope.
 unsafe fn match_of(probe: &Probe, row: pg_sys::HeapTuple, desc: pg_sys::TupleDesc) -> Option<Match> {
     let (scope_col, row_col) = (4, if probe.scope.is_some() { 5 } else { 4 });
     let mut null = false;
     let relid = pg_sys::Oid::from(pg_sys::SPI_getbinval(row, desc, 1, &mut null).value() as u32);
     let tid = *pg_sys::SPI_getbinval(row, desc, 2, &mut null).cast_mut_ptr::<pg_sys::ItemPointerData>();
-    if probe
-        .exclude
-        .is_some_and(|(t, x)| t == relid && tid_key(&x) == tid_key(&tid))
-    {
-        return None;
-    }
     let stored = pg_sys::SPI_getbinval(row, desc, 3, &mut null);
     if null {
         return None;
@@ -228,10 +217,8 @@ unsafe fn match_of(probe: &Probe, row: pg_sys::HeapTuple, desc: pg_sys::TupleDes
             return None;
         }
     }
-    let row = probe.rows.then(|| {
-        let value = pg_sys::SPI_getbinval(row, desc, row_col, &mut null);
-        pg_sys::SPI_datumTransfer(value, false, -1)
-    });
+    let value = pg_sys::SPI_getbinval(row, desc, row_col, &mut null);
+    let row = Some(pg_sys::SPI_datumTransfer(value, false, -1));
     let similarity =
         minhash::similarity(probe.signature, &stored).unwrap_or_else(|e| corrupt(&e.to_string()));
     Some(Match {
