@@ -20,6 +20,7 @@ pub mod probe;
 pub mod reference;
 pub mod stopwords;
 pub mod tokenize;
+pub mod verify;
 pub mod weight;
 
 pub use bands::{band, bands, hamming};

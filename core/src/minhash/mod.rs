@@ -297,6 +297,44 @@ pub fn fast_shingle_hashes(text: &str, options: &MinHashOptions, chunking: Chunk
     Some(out)
 }
 
+/// The hash of every shingle of `text`, in order and with repeats, by the fast path where it
+/// supports the options and the streaming pipeline elsewhere, calling `interrupt` between chunks:
+/// the shingles [`crate::verify::Shingles`] collects.
+pub fn try_shingle_hashes(
+    text: &str,
+    options: &MinHashOptions,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+) -> Result<Vec<u64>, OutOfMemory> {
+    let options = &options.sanitized();
+    let mut out = Vec::new();
+    let mut shingler = StreamShingler::new(options.shingle);
+    let fold = options.fold == Fold::Simplified;
+    if minhash_fast_path_supports(options) {
+        fast::for_each_word_token(text, options.stopwords, fold, chunking, interrupt, |h, han| {
+            out.extend(shingler.push(h, han));
+        })?;
+    } else {
+        for chunk in crate::normalize::chunks(text, chunking) {
+            interrupt();
+            if crate::error::memory_low() {
+                return Err(OutOfMemory { features: out.len() });
+            }
+            let mut normalized = crate::normalize::normalize(chunk);
+            if fold {
+                normalized = crate::fold::to_simplified(&normalized);
+            }
+            crate::tokenize::for_each_token(&normalized, options.tokenizer, |t| {
+                if crate::tokenize::keep(t, options.stopwords) {
+                    out.extend(shingler.push(crate::hash::feature_hash(t), one_han(t)));
+                }
+            });
+        }
+    }
+    out.extend(shingler.finish());
+    Ok(out)
+}
+
 /// The hash of one shingle from the feature hashes of its tokens, oldest first: a multiply-rotate
 /// chain seeded with the number of tokens, then fmix64.
 #[inline(always)]

@@ -1,0 +1,196 @@
+//! Verification of candidates (issue 43): the exact similarity of two texts, which a candidate
+//! found by a sketch (a SimHash fingerprint within `max_distance`, a MinHash signature sharing an
+//! LSH band) must reach before the extension acts on it or returns it.
+//!
+//! # The measure
+//!
+//! The Jaccard similarity of the two texts' **shingle sets**, the shingles MinHash hashes
+//! ([`crate::minhash`]: the 'word' tokenizer's tokens after normalization and folding, windows of 3
+//! tokens ending at a Han character and of 2 ending at any other token), each shingle as its 64-bit
+//! hash ([`crate::minhash::shingle_hash`]). It is the quantity a MinHash signature estimates, so a
+//! MinHash attachment's verified similarity is the exact value of what its `threshold` meant, with
+//! the attachment's own options; a SimHash attachment is verified with [`for_simhash`]'s options
+//! (MinHash's defaults, folding as the SimHash options fold). Two texts whose shingle sets are both
+//! empty have similarity 0 (they have no fingerprint or signature, so they are never candidates).
+//!
+//! The hashes stand for the shingles: two distinct shingles of the two texts collide with
+//! probability about `n² / 2⁶⁴`, far below anything a similarity of two decimals can show.
+//!
+//! # Cost
+//!
+//! One pass of the text pipeline per text (the fast path for the 'word' tokenizer, the streaming
+//! reference pipeline for the others), a sort of the shingle hashes, and a merge of the two sorted
+//! sets: `O(n log n)` in the text's length, memory 8 bytes per distinct shingle. The SQL layer
+//! computes the written or looked-up text's set once and each candidate's once.
+
+use crate::error::OutOfMemory;
+use crate::minhash::{try_shingle_hashes, MinHashOptions};
+use crate::normalize::Chunking;
+use crate::options::{Fold, Options};
+
+/// The least verified similarity of a SimHash near-duplicate when an attachment or call names
+/// none: chosen by bench/verify_eval.py (docs/accuracy.md, "Verification").
+pub const DEFAULT_SIMHASH_THRESHOLD: f64 = 0.3;
+
+/// The distinct shingle hashes of a text, sorted.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Shingles(Vec<u64>);
+
+impl Shingles {
+    /// The shingle set of `text` with `options` (only the options that decide the shingles count:
+    /// tokenizer, shingle, stop words, fold; `k` is ignored), calling `interrupt` between chunks;
+    /// reports a process short of memory instead of going on.
+    pub fn of(
+        text: &str,
+        options: &MinHashOptions,
+        chunking: Chunking,
+        interrupt: &mut dyn FnMut(),
+    ) -> Result<Shingles, OutOfMemory> {
+        let mut hashes = try_shingle_hashes(text, options, chunking, interrupt)?;
+        hashes.sort_unstable();
+        hashes.dedup();
+        Ok(Shingles(hashes))
+    }
+
+    /// [`Shingles::of`] with the default chunking and no interrupt check.
+    pub fn of_text(text: &str, options: &MinHashOptions) -> Shingles {
+        Shingles::of(text, options, Chunking::default(), &mut || {}).unwrap_or_else(|e| e.abort())
+    }
+
+    /// The number of distinct shingles.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The sorted distinct hashes.
+    pub fn hashes(&self) -> &[u64] {
+        &self.0
+    }
+
+    /// The number of shingles both sets hold (a merge of the sorted sets).
+    pub fn common(&self, other: &Shingles) -> usize {
+        let (a, b) = (&self.0, &other.0);
+        let (mut i, mut j, mut n) = (0, 0, 0);
+        while i < a.len() && j < b.len() {
+            match a[i].cmp(&b[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    n += 1;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// The Jaccard similarity |A ∩ B| / |A ∪ B|; 0 when both are empty.
+    pub fn jaccard(&self, other: &Shingles) -> f64 {
+        let common = self.common(other);
+        let union = self.len() + other.len() - common;
+        if union == 0 {
+            0.0
+        } else {
+            common as f64 / union as f64
+        }
+    }
+}
+
+/// The shingle options a SimHash attachment is verified with: MinHash's defaults (the 'word'
+/// tokenizer, shingles per script, stop words kept), folding traditional Chinese when the SimHash
+/// options fold.
+pub fn for_simhash(options: &Options) -> MinHashOptions {
+    MinHashOptions {
+        fold: options.fold,
+        ..MinHashOptions::default()
+    }
+}
+
+/// The exact similarity of two texts with `options` (both sets computed here): what the SQL
+/// function `simhash_similarity(text, text)` returns.
+pub fn similarity(a: &str, b: &str, options: &MinHashOptions) -> f64 {
+    Shingles::of_text(a, options).jaccard(&Shingles::of_text(b, options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::minhash::reference::{exact_jaccard, reference_shingle_hashes};
+    use crate::options::Tokenizer;
+
+    fn texts() -> Vec<&'static str> {
+        vec![
+            "The quick brown fox jumps over the lazy dog near the river bank.",
+            "The quick brown fox jumped over the lazy dog near the river bank!",
+            "A completely different sentence about databases and indexes.",
+            "今天天气很好，我们去公园散步吧。",
+            "今天天氣很好，我們去公園散步吧。",
+            "数据库索引可以加快查询速度，但会减慢写入。",
+            "word",
+            "",
+            "!!! ???",
+            "Mixed 中文 and English 文本 together in one text.",
+        ]
+    }
+
+    #[test]
+    fn shingles_are_the_reference_shingles() {
+        for tokenizer in [Tokenizer::Word, Tokenizer::Bigram, Tokenizer::Jieba] {
+            for stopwords in [false, true] {
+                let options = MinHashOptions {
+                    tokenizer,
+                    stopwords,
+                    ..MinHashOptions::default()
+                };
+                for t in texts() {
+                    let mut expected = reference_shingle_hashes(t, &options, Chunking::default());
+                    expected.sort_unstable();
+                    expected.dedup();
+                    assert_eq!(Shingles::of_text(t, &options).hashes(), &expected[..], "{t:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn jaccard_is_the_reference_jaccard() {
+        let options = MinHashOptions::default();
+        for a in texts() {
+            for b in texts() {
+                let got = similarity(a, b, &options);
+                assert_eq!(got, exact_jaccard(a, b, &options), "{a:?} {b:?}");
+                assert_eq!(got, similarity(b, a, &options));
+            }
+        }
+    }
+
+    #[test]
+    fn bounds_and_folding() {
+        let o = MinHashOptions::default();
+        let t = texts();
+        assert_eq!(similarity(t[0], t[0], &o), 1.0);
+        assert_eq!(similarity("", "", &o), 0.0);
+        assert!(similarity(t[0], t[1], &o) > 0.5);
+        assert_eq!(similarity(t[0], t[2], &o), 0.0);
+        // Folded: the traditional text is the simplified one.
+        assert_eq!(similarity(t[3], t[4], &for_simhash(&Options::default())), 1.0);
+        let unfolded = for_simhash(&Options {
+            fold: Fold::None,
+            ..Options::default()
+        });
+        assert!(similarity(t[3], t[4], &unfolded) < 1.0);
+    }
+
+    #[test]
+    fn chunking_does_not_change_the_set() {
+        let long: String = texts().join(" ").repeat(50);
+        let o = MinHashOptions::default();
+        let small = Shingles::of(&long, &o, Chunking { target: 64, limit: 256 }, &mut || {}).unwrap();
+        assert_eq!(small, Shingles::of_text(&long, &o));
+    }
+}
