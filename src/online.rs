@@ -60,7 +60,7 @@ pub fn register_settings() {
 }
 
 /// The argument types of the procedure (sql/src/online.sql), in order.
-pub const ARGUMENT_TYPES: [pg_sys::Oid; 14] = [
+pub const ARGUMENT_TYPES: [pg_sys::Oid; 15] = [
     pg_sys::REGCLASSOID,
     pg_sys::NAMEOID,
     pg_sys::INT4OID,
@@ -75,6 +75,7 @@ pub const ARGUMENT_TYPES: [pg_sys::Oid; 14] = [
     pg_sys::INT4OID,
     pg_sys::TEXTOID,
     pg_sys::FLOAT8OID,
+    pg_sys::BOOLOID,
 ];
 
 /// The online attach of `column` of `table` with the procedure's arguments `args` (in the order
@@ -274,7 +275,9 @@ impl Attach {
     /// Step 1: the columns, the constraint and the triggers (or nothing, for an attach to resume).
     /// False when only the last wait is left (an attach cancelled while it waited for writers).
     unsafe fn begin(&mut self, args: &[pg_sys::NullableDatum]) -> bool {
-        let placeholders: Vec<String> = (1..=ARGUMENT_TYPES.len() + 1).map(|i| format!("${i}")).collect();
+        // The procedure of 0.10.0 (before `ALTER EXTENSION ... UPDATE`) passes one argument less, and
+        // its online_begin() takes one less.
+        let placeholders: Vec<String> = (1..=args.len() + 1).map(|i| format!("${i}")).collect();
         let sql = format!(
             "SELECT simhash_internal.online_begin({})",
             placeholders.join(", ")

@@ -26,11 +26,17 @@
 use crate::error::OutOfMemory;
 use crate::minhash::{try_shingle_hashes, MinHashOptions};
 use crate::normalize::Chunking;
-use crate::options::{Fold, Options};
+use crate::options::Options;
 
 /// The least verified similarity of a SimHash near-duplicate when an attachment or call names
 /// none: chosen by bench/verify_eval.py (docs/accuracy.md, "Verification").
 pub const DEFAULT_SIMHASH_THRESHOLD: f64 = 0.3;
+
+/// How far below the threshold a MinHash candidate's estimated similarity may be and its text still
+/// be read to verify it: 0.2 is 4.5 standard deviations of the estimate of 128 values at a true
+/// similarity of 0.5 (σ = √(J(1−J)/128) ≤ 0.0442), so a candidate that reaches the threshold is
+/// passed over with probability below 10⁻⁵, and the many weak candidates are never read.
+pub const ESTIMATE_MARGIN: f64 = 0.2;
 
 /// The distinct shingle hashes of a text, sorted.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -121,7 +127,7 @@ pub fn similarity(a: &str, b: &str, options: &MinHashOptions) -> f64 {
 mod tests {
     use super::*;
     use crate::minhash::reference::{exact_jaccard, reference_shingle_hashes};
-    use crate::options::Tokenizer;
+    use crate::options::{Fold, Tokenizer};
 
     fn texts() -> Vec<&'static str> {
         vec![
@@ -190,7 +196,16 @@ mod tests {
     fn chunking_does_not_change_the_set() {
         let long: String = texts().join(" ").repeat(50);
         let o = MinHashOptions::default();
-        let small = Shingles::of(&long, &o, Chunking { target: 64, limit: 256 }, &mut || {}).unwrap();
+        let small = Shingles::of(
+            &long,
+            &o,
+            Chunking {
+                target: 64,
+                limit: 256,
+            },
+            &mut || {},
+        )
+        .unwrap();
         assert_eq!(small, Shingles::of_text(&long, &o));
     }
 }

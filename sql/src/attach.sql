@@ -358,7 +358,8 @@ CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distan
                                shingle int DEFAULT NULL, weighting text DEFAULT NULL,
                                stopwords boolean DEFAULT NULL, fold text DEFAULT NULL, scope name DEFAULT NULL,
                                registry boolean DEFAULT false, min_length int DEFAULT 0,
-                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL)
+                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL,
+                               verify boolean DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -387,7 +388,8 @@ BEGIN
   -- method's default), min_length, and the length of the names derived from the column (42622).
   -- The names, and the options with their defaults filled in, come from them.
   args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
-                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length,
+                                             verify);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
   SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
 
@@ -409,7 +411,7 @@ BEGIN
   END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8) IS
+COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8, boolean) IS
   'Adds a fingerprint column (SimHash) or signature column (MinHash), indexed band columns and the simhash trigger to a table (and its partitions)';
 
 CREATE FUNCTION simhash_internal.find_attachment(table_name regclass, text_column name)

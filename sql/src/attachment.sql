@@ -5,7 +5,7 @@ COMMENT ON SCHEMA simhash_internal IS
   'simhash_ext: internal helpers of simhash_attach(), simhash_detach() and the triggers; not an API';
 GRANT USAGE ON SCHEMA simhash_internal TO PUBLIC;
 COMMENT ON FUNCTION simhash_internal.trigger_args(bytea) IS 'The arguments of a trigger (pg_trigger.tgargs), as text';
-COMMENT ON FUNCTION simhash_internal.encode_attachment(text, text, int, double precision, text, text, int, text, boolean, text, text, boolean, int) IS
+COMMENT ON FUNCTION simhash_internal.encode_attachment(text, text, int, double precision, text, text, int, text, boolean, text, text, boolean, int, boolean) IS
   'The trigger arguments (as pg_trigger.tgargs holds them) that record a new attachment; checks its settings';
 COMMENT ON FUNCTION simhash_internal.decode_attachment(bytea) IS
   'The attachment that trigger arguments record, with its derived column names; no row when they are not a simhash_trigger()''s';
@@ -32,7 +32,7 @@ CREATE TYPE simhash_attachment AS (
   table_name regclass, text_column name, fingerprint_column name, band_columns name[], max_distance int,
   on_duplicate text, flag_column name, tokenizer text, shingle int, weighting text, stopwords boolean,
   trigger_name name, fold text, scope_column name, registry boolean, min_length int, method text, threshold float8,
-  state text);
+  state text, verify boolean);
 
 CREATE FUNCTION simhash_internal.attachment(table_name regclass, trigger_name name, tgargs bytea)
 RETURNS SETOF @extschema@.simhash_attachment
@@ -49,7 +49,8 @@ AS $$
                            WHERE (k.conrelid = table_name
                                   OR k.conrelid IN (SELECT a.relid FROM pg_partition_ancestors(table_name) a))
                              AND NOT k.convalidated AND k.conname = trigger_name || '$bands')
-              THEN 'attaching' ELSE 'attached' END
+              THEN 'attaching' ELSE 'attached' END,
+         d.verify
   FROM simhash_internal.decode_attachment(tgargs) d
 $$;
 COMMENT ON FUNCTION simhash_internal.attachment(regclass, name, bytea) IS

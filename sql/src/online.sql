@@ -81,7 +81,7 @@ COMMENT ON FUNCTION simhash_internal.online_add_columns(@extschema@.simhash_atta
 CREATE FUNCTION simhash_internal.online_begin(table_name regclass, text_column name, max_distance int, on_duplicate text,
                                               tokenizer text, shingle int, weighting text, stopwords boolean,
                                               fold text, scope name, registry boolean, min_length int,
-                                              method text, threshold float8, lock_timeout_ms int)
+                                              method text, threshold float8, verify boolean, lock_timeout_ms int)
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -97,7 +97,8 @@ BEGIN
     RAISE EXCEPTION 'simhash_attach_concurrently: table_name and text_column must not be NULL' USING ERRCODE = '22004';
   END IF;
   args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
-                                             shingle, weighting, stopwords, fold, scope, registry, min_length);
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length,
+                                             verify);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
   SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
   -- An online attach of the column to resume, or to wait for.
@@ -120,7 +121,7 @@ BEGIN
                                              checked.kind::"char", checked.dist_method::"char", lock_timeout_ms::int);
 END
 $$;
-COMMENT ON FUNCTION simhash_internal.online_begin(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8, int) IS
+COMMENT ON FUNCTION simhash_internal.online_begin(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8, boolean, int) IS
   'The first step of simhash_attach_concurrently(): checks, then the columns, the bands constraint (NOT VALID) and the triggers under a lock_timeout; ''resumed'' for an attach to resume, ''finished'' for one that only has its last wait left, ''locked'' when the lock was not had in time';
 
 CREATE FUNCTION simhash_internal.relation_tree(table_name regclass)
@@ -342,7 +343,7 @@ CREATE PROCEDURE simhash_attach_concurrently(table_name regclass, text_column na
                                              stopwords boolean DEFAULT NULL, fold text DEFAULT NULL,
                                              scope name DEFAULT NULL, registry boolean DEFAULT false,
                                              min_length int DEFAULT 0, method text DEFAULT 'simhash',
-                                             threshold float8 DEFAULT NULL)
+                                             threshold float8 DEFAULT NULL, verify boolean DEFAULT NULL)
 LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_attach_concurrently';
-COMMENT ON PROCEDURE simhash_attach_concurrently(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8) IS
+COMMENT ON PROCEDURE simhash_attach_concurrently(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8, boolean) IS
   'simhash_attach() without an outage: brief locks, fingerprints written in committed batches, band indexes built concurrently; call it again to resume';

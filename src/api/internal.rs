@@ -39,7 +39,7 @@ mod simhash_internal {
     /// [`Attachment::new`].
     #[allow(clippy::too_many_arguments)]
     #[pg_extern(immutable, parallel_safe, name = "encode_attachment")]
-    fn encode(
+    fn encode_verifying(
         text_column: Option<Text>,
         method: Option<Text>,
         max_distance: Option<i32>,
@@ -53,6 +53,7 @@ mod simhash_internal {
         scope: Option<Text>,
         registry: Option<bool>,
         min_length: Option<i32>,
+        verify: Option<bool>,
     ) -> Vec<u8> {
         // Names and option values arrive in the server encoding.
         let utf8 = |t: Option<Text>| t.map(|t| t.to_utf8().to_string());
@@ -84,6 +85,7 @@ mod simhash_internal {
                 scope_column: scope.as_deref(),
                 registry: registry.unwrap_or(false),
                 min_length,
+                verify,
             },
         )
         .unwrap_or_else(|e| e.report());
@@ -95,11 +97,102 @@ mod simhash_internal {
         tgargs
     }
 
+    /// 0.5.0 to 0.10.0's `encode_attachment` (without `verify`): an attachment that does not
+    /// verify, as those versions made them, between installing this library and `ALTER EXTENSION
+    /// ... UPDATE`.
+    #[allow(clippy::too_many_arguments)]
+    #[pg_extern(immutable, parallel_safe, sql = false)]
+    fn encode(
+        text_column: Option<Text>,
+        method: Option<Text>,
+        max_distance: Option<i32>,
+        threshold: Option<f64>,
+        on_duplicate: Option<Text>,
+        tokenizer: Option<Text>,
+        shingle: Option<i32>,
+        weighting: Option<Text>,
+        stopwords: Option<bool>,
+        fold: Option<Text>,
+        scope: Option<Text>,
+        registry: Option<bool>,
+        min_length: Option<i32>,
+    ) -> Vec<u8> {
+        encode_verifying(
+            text_column,
+            method,
+            max_distance,
+            threshold,
+            on_duplicate,
+            tokenizer,
+            shingle,
+            weighting,
+            stopwords,
+            fold,
+            scope,
+            registry,
+            min_length,
+            Some(false),
+        )
+    }
+
     /// The attachment a `simhash_trigger()` trigger's arguments record, with the names of the columns
     /// derived from it; no row when they are not a simhash_trigger()'s.
     // pgrx reads the output columns from the signature: the type cannot be an alias.
     #[allow(clippy::type_complexity)]
     #[pg_extern(immutable, strict, parallel_safe, name = "decode_attachment")]
+    fn decode_verifying(
+        tgargs: &[u8],
+    ) -> TableIterator<
+        'static,
+        (
+            name!(text_column, ServerText),
+            name!(fingerprint_column, ServerText),
+            name!(band_columns, Vec<ServerText>),
+            name!(max_distance, Option<i32>),
+            name!(on_duplicate, String),
+            name!(flag_column, Option<ServerText>),
+            name!(tokenizer, String),
+            name!(shingle, i32),
+            name!(weighting, Option<String>),
+            name!(stopwords, bool),
+            name!(fold, String),
+            name!(scope_column, Option<ServerText>),
+            name!(registry, bool),
+            name!(min_length, i32),
+            name!(method, String),
+            name!(threshold, Option<f64>),
+            name!(verify, bool),
+        ),
+    > {
+        let args: Vec<String> = split_args(tgargs).into_iter().map(server_to_utf8_lossy).collect();
+        let row = Attachment::from_args(&args).map(|att| {
+            let o = att.option_names.clone();
+            (
+                ServerText(att.text_column.clone()),
+                ServerText(att.fingerprint_column()),
+                att.band_columns().into_iter().map(ServerText).collect(),
+                att.simhash().map(|s| s.max_distance),
+                att.mode.name().to_string(),
+                (att.mode == crate::attachment::Mode::Flag).then(|| ServerText(att.flag_column())),
+                o.tokenizer,
+                o.shingle,
+                att.simhash().map(|_| o.weighting),
+                o.stopwords,
+                o.fold,
+                att.scope_column.clone().map(ServerText),
+                att.registry,
+                att.min_length,
+                att.method_name().to_string(),
+                (att.verify || att.minhash().is_some()).then(|| att.method.threshold()),
+                att.verify,
+            )
+        });
+        TableIterator::new(row)
+    }
+
+    /// 0.5.0 to 0.10.0's `decode_attachment`: its 16 columns, without `verify`.
+    #[allow(clippy::type_complexity)]
+    #[pg_extern(immutable, strict, parallel_safe, sql = false)]
     fn decode(
         tgargs: &[u8],
     ) -> TableIterator<
@@ -123,29 +216,11 @@ mod simhash_internal {
             name!(threshold, Option<f64>),
         ),
     > {
-        let args: Vec<String> = split_args(tgargs).into_iter().map(server_to_utf8_lossy).collect();
-        let row = Attachment::from_args(&args).map(|att| {
-            let o = att.option_names.clone();
+        TableIterator::new(decode_verifying(tgargs).map(|r| {
             (
-                ServerText(att.text_column.clone()),
-                ServerText(att.fingerprint_column()),
-                att.band_columns().into_iter().map(ServerText).collect(),
-                att.simhash().map(|s| s.max_distance),
-                att.mode.name().to_string(),
-                (att.mode == crate::attachment::Mode::Flag).then(|| ServerText(att.flag_column())),
-                o.tokenizer,
-                o.shingle,
-                att.simhash().map(|_| o.weighting),
-                o.stopwords,
-                o.fold,
-                att.scope_column.clone().map(ServerText),
-                att.registry,
-                att.min_length,
-                att.method_name().to_string(),
-                att.minhash().map(|m| m.threshold),
+                r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13, r.14, r.15,
             )
-        });
-        TableIterator::new(row)
+        }))
     }
 
     // 0.4.0's declarations of `encode_attachment` and `decode_attachment` name these symbols, with

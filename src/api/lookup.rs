@@ -46,16 +46,12 @@ unsafe fn row_table(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Oid {
 /// declaration of 0.4.0 or older returns (`item`, `distance`) only (`ALTER EXTENSION ... UPDATE`
 /// not run yet).
 unsafe fn put_row(rsinfo: *mut pg_sys::ReturnSetInfo, item: pg_sys::Datum, found: Found) {
-    let (mut values, mut nulls) = match found {
-        Found::Distance(d) => (
-            [item, pg_sys::Datum::from(d as i32), pg_sys::Datum::from(0)],
-            [false, false, true],
-        ),
-        Found::Similarity(s) => (
-            [item, pg_sys::Datum::from(0), pg_sys::Datum::from(s.to_bits())],
-            [false, true, false],
-        ),
-    };
+    let mut values = [
+        item,
+        pg_sys::Datum::from(found.distance.unwrap_or_default() as i32),
+        pg_sys::Datum::from(found.similarity.unwrap_or_default().to_bits()),
+    ];
+    let mut nulls = [false, found.distance.is_none(), found.similarity.is_none()];
     if (*(*rsinfo).setDesc).natts < 3 {
         values[2] = pg_sys::Datum::from(0);
         nulls[2] = true;
@@ -74,7 +70,7 @@ unsafe fn put_row(rsinfo: *mut pg_sys::ReturnSetInfo, item: pg_sys::Datum, found
 enum Query {
     /// `(rel, fingerprint bigint, max_distance, text_column)`.
     Fingerprint,
-    /// `(rel, doc text, max_distance, text_column, threshold)`.
+    /// `(rel, doc text, max_distance, text_column, threshold, verify)`.
     Text,
     /// `(rel, signature bytea, threshold, text_column)`.
     Signature,
@@ -98,14 +94,16 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, query: Query) -> pg_
     let att = crate::attachment::find(heap, text_column.as_deref(), own_namespace(fcinfo));
     let optional = |i: usize| ((*fcinfo).nargs as usize > i && !arg_null(fcinfo, i)).then(|| arg(fcinfo, i));
     let given = optional(1);
-    let (given, max_distance, threshold) = match query {
+    let (given, max_distance, threshold, verify) = match query {
         Query::Fingerprint => (
             Given::Fingerprint(given.map(|d| d.value() as i64 as u64)),
             optional(2),
             None,
+            None,
         ),
-        Query::Text => (Given::Text(given), optional(2), optional(4)),
-        Query::Signature => (Given::Signature(given), None, optional(2)),
+        // 0.10.0's declaration (before `ALTER EXTENSION ... UPDATE`) has no `verify`.
+        Query::Text => (Given::Text(given), optional(2), optional(4), optional(5)),
+        Query::Signature => (Given::Signature(given), None, optional(2), None),
     };
     let lookup = Lookup {
         heap,
@@ -113,6 +111,7 @@ unsafe fn near_duplicates(fcinfo: pg_sys::FunctionCallInfo, query: Query) -> pg_
         given,
         max_distance: max_distance.map(|d| d.value() as i32),
         threshold: threshold.map(|d| f64::from_bits(d.value() as u64)),
+        verify: verify.map(|d| d.value() != 0),
         ext_schema: &|| crate::catalog::extension_schema(fcinfo),
     };
     crate::method::near_duplicates(&lookup, &mut |item, found| put_row(rsinfo, item, found));

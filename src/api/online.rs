@@ -13,10 +13,9 @@ crate::errors::c_function!(
 unsafe fn attach_concurrently(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     crate::errors::arm_allocator();
     require_top_level(fcinfo);
-    let args: Vec<pg_sys::NullableDatum> = (*fcinfo)
-        .args
-        .as_slice(crate::online::ARGUMENT_TYPES.len())
-        .to_vec();
+    // The procedure of 0.10.0 (before `ALTER EXTENSION ... UPDATE`) has no `verify`.
+    let nargs = ((*fcinfo).nargs as usize).min(crate::online::ARGUMENT_TYPES.len());
+    let args: Vec<pg_sys::NullableDatum> = (*fcinfo).args.as_slice(nargs).to_vec();
     if args[0].isnull || args[1].isnull {
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,

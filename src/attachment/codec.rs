@@ -2,8 +2,13 @@
 
 use pgrx::prelude::*;
 
-use super::settings::{Attachment, Method, MinHashSettings, Mode, OptionNames, SimHashSettings, NBANDS};
+use super::settings::{
+    valid_threshold, Attachment, Method, MinHashSettings, Mode, OptionNames, SimHashSettings, METHODS, NBANDS,
+};
 use crate::catalog::cstr_utf8;
+
+/// The last argument of an attachment that verifies its candidates (since 0.11.0).
+const VERIFY: &str = "verify";
 
 /// The largest `max_distance` a trigger's arguments may hold: 0.1.0 and 0.2.0 attached up to 63.
 const STORED_MAX_DISTANCE: i32 = 63;
@@ -29,7 +34,20 @@ impl Attachment {
         // ''), min_length; so an attachment without them has the arguments of 0.3.0.
         let scope = self.scope_column.clone().unwrap_or_default();
         let registry = if self.registry { "registry" } else { "" };
-        if let Some(m) = self.minhash() {
+        if self.verify {
+            // Since 0.11.0: the method (SimHash's too), its threshold, and 'verify'.
+            let method = self
+                .minhash()
+                .map_or_else(|| METHODS[0].to_string(), |m| m.method_arg());
+            args.extend([
+                scope,
+                registry.into(),
+                self.min_length.to_string(),
+                method,
+                self.method.threshold().to_string(),
+                VERIFY.into(),
+            ]);
+        } else if let Some(m) = self.minhash() {
             args.extend([
                 scope,
                 registry.into(),
@@ -54,15 +72,26 @@ impl Attachment {
         else {
             return None;
         };
-        let (fold, scope, registry, min_length, method) = match rest {
-            [] => ("auto", "", false, "0", None),
-            [f] => (f.as_str(), "", false, "0", None),
-            [f, sc] => (f.as_str(), sc.as_str(), false, "0", None),
-            [f, sc, r] if r == "registry" => (f.as_str(), sc.as_str(), true, "0", None),
-            [f, sc, r, n] if r == "registry" || r.is_empty() => {
-                (f.as_str(), sc.as_str(), !r.is_empty(), n.as_str(), None)
+        let registry_arg = |r: &str| r == "registry" || r.is_empty();
+        let (fold, scope, registry, min_length, method, verify) = match rest {
+            [] => ("auto", "", false, "0", None, false),
+            [f] => (f.as_str(), "", false, "0", None, false),
+            [f, sc] => (f.as_str(), sc.as_str(), false, "0", None, false),
+            [f, sc, r] if r == "registry" => (f.as_str(), sc.as_str(), true, "0", None, false),
+            [f, sc, r, n] if registry_arg(r) => {
+                (f.as_str(), sc.as_str(), !r.is_empty(), n.as_str(), None, false)
             }
-            [f, sc, r, n, m, t] if r.is_empty() => (f.as_str(), sc.as_str(), false, n.as_str(), Some((m, t))),
+            [f, sc, r, n, m, t] if r.is_empty() => {
+                (f.as_str(), sc.as_str(), false, n.as_str(), Some((m, t)), false)
+            }
+            [f, sc, r, n, m, t, v] if registry_arg(r) && v == VERIFY => (
+                f.as_str(),
+                sc.as_str(),
+                !r.is_empty(),
+                n.as_str(),
+                Some((m, t)),
+                true,
+            ),
             _ => return None,
         };
         let option_names = OptionNames {
@@ -78,12 +107,17 @@ impl Attachment {
             .parse()
             .ok()
             .filter(|k| (0..=STORED_MAX_DISTANCE).contains(k))?;
-        let method = match method {
-            None => Method::SimHash(SimHashSettings {
+        let simhash = |threshold: f64| -> Option<Method> {
+            Some(Method::SimHash(SimHashSettings {
                 nbands,
                 max_distance,
                 options: option_names.parse().ok()?,
-            }),
+                threshold,
+            }))
+        };
+        let method = match method {
+            None => simhash(simhash_core::verify::DEFAULT_SIMHASH_THRESHOLD)?,
+            Some((m, t)) if m == METHODS[0] => simhash(valid_threshold(t.parse().ok()?).ok()?)?,
             Some((m, t)) => Method::MinHash(MinHashSettings::from_arg(m, &option_names, t)?),
         };
         Some(Attachment {
@@ -94,6 +128,7 @@ impl Attachment {
             registry,
             min_length: min_length.parse().ok().filter(|n| *n >= 0)?,
             method,
+            verify,
         })
     }
 

@@ -5,7 +5,9 @@
 //! and means fold 'auto'); then, as far as needed, the scope column ('' for none), 'registry' for a
 //! distributed table checked through its registry ('' for none), since 0.4.0 `min_length`, and
 //! since 0.5.0 the method (absent: SimHash; `minhash:<k>:<bands>:<rows>` and the threshold for
-//! MinHash, whose attachments leave `max_distance` 0 and the weighting empty).
+//! MinHash, whose attachments leave `max_distance` 0 and the weighting empty); since 0.11.0 an
+//! attachment that verifies its candidates records the method ('simhash' too), its threshold and
+//! 'verify'.
 //! [`Attachment::to_args`] is the one
 //! encoder and [`Attachment::from_args`] the one decoder; the PL/pgSQL of `sql/src/` reaches both
 //! through `src/api/internal.rs` (docs/ARCHITECTURE.md §6.2). Adding a setting touches this type, its
@@ -42,12 +44,12 @@ impl Attachment {
         if let Some(k) = given.max_distance {
             valid_max_distance(k)?;
         }
-        let threshold = given
-            .threshold
-            .unwrap_or(simhash_core::minhash::DEFAULT_THRESHOLD);
-        if minhash {
-            valid_threshold(threshold)?;
-        }
+        let threshold = given.threshold.unwrap_or(if minhash {
+            simhash_core::minhash::DEFAULT_THRESHOLD
+        } else {
+            simhash_core::verify::DEFAULT_SIMHASH_THRESHOLD
+        });
+        valid_threshold(threshold)?;
         let mode = given.mode()?;
         let option_names = given.options.clone().resolve(minhash);
         let method = given.method(minhash, &option_names, threshold)?;
@@ -63,6 +65,17 @@ impl Attachment {
                 ),
             });
         }
+        if given.registry && given.verify == Some(true) {
+            return Err(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                message: "simhash_attach: verify => true is not supported with registry => true".into(),
+                detail: Some("The registry on the coordinator holds fingerprints, not the texts to verify them with.".into()),
+                hint: Some(
+                    "Attach with verify => false, or attach the distributed table with scope => its distribution column."
+                        .into(),
+                ),
+            });
+        }
         let att = Attachment {
             text_column: text_column.to_string(),
             mode,
@@ -71,6 +84,7 @@ impl Attachment {
             registry: given.registry,
             min_length,
             method,
+            verify: given.verifies(),
         };
         att.check_name_lengths()?;
         Ok(att)
@@ -87,11 +101,13 @@ impl Attachment {
                 nbands: NBANDS,
                 max_distance: DEFAULT_MAX_DISTANCE,
                 options: option_names.parse().expect("the default options are valid"),
+                threshold: simhash_core::verify::DEFAULT_SIMHASH_THRESHOLD,
             }),
             option_names,
             scope_column: None,
             registry: false,
             min_length: 0,
+            verify: false,
         }
     }
 

@@ -176,6 +176,9 @@ pub struct SimHashSettings {
     /// The largest Hamming distance of a near-duplicate.
     pub max_distance: i32,
     pub options: Options,
+    /// The least verified similarity of a near-duplicate (when the attachment verifies): the exact
+    /// Jaccard similarity of the two texts' shingles (`simhash_core::verify`).
+    pub threshold: f64,
 }
 
 /// What a MinHash attachment stores and compares.
@@ -183,8 +186,29 @@ pub struct SimHashSettings {
 pub struct MinHashSettings {
     pub options: MinHashOptions,
     pub lsh: Lsh,
-    /// The least estimated similarity of a near-duplicate, from 0 to 1.
+    /// The least similarity of a near-duplicate, from 0 to 1: the exact similarity of the texts
+    /// when the attachment verifies, else the estimate of the signatures.
     pub threshold: f64,
+}
+
+impl Method {
+    /// The least similarity of a near-duplicate that the method verifies against (SimHash: only
+    /// with verification).
+    pub fn threshold(&self) -> f64 {
+        match self {
+            Method::SimHash(s) => s.threshold,
+            Method::MinHash(m) => m.threshold,
+        }
+    }
+
+    /// The shingle options a candidate is verified with (`simhash_core::verify`): a MinHash
+    /// attachment's own, a SimHash attachment's [`simhash_core::verify::for_simhash`].
+    pub fn verify_options(&self) -> MinHashOptions {
+        match self {
+            Method::SimHash(s) => simhash_core::verify::for_simhash(&s.options),
+            Method::MinHash(m) => m.options,
+        }
+    }
 }
 
 impl MinHashSettings {
@@ -229,6 +253,9 @@ pub struct Attachment {
     /// text is checked).
     pub min_length: i32,
     pub method: Method,
+    /// Candidates are verified against their texts (issue 43): a near-duplicate is one whose exact
+    /// similarity reaches the method's threshold. Attachments made before 0.11.0 do not.
+    pub verify: bool,
 }
 
 /// Every band index serves every distance up to [`MAX_DISTANCE`]: the attachments made since
@@ -245,6 +272,8 @@ pub struct Given<'a> {
     pub scope_column: Option<&'a str>,
     pub registry: bool,
     pub min_length: Option<i32>,
+    /// None: verify, except with a registry (which cannot).
+    pub verify: Option<bool>,
 }
 
 /// The error of an option given to a method it does not apply to.
@@ -279,17 +308,24 @@ impl Given<'_> {
                 "set the least similarity with threshold",
             ));
         }
-        if !minhash && self.threshold.is_some() {
-            return Err(not_for(
-                "threshold",
-                "simhash",
-                "set the largest Hamming distance with max_distance",
-            ));
+        if !minhash && self.threshold.is_some() && !self.verifies() {
+            return Err(EncodedError {
+                hint: Some(
+                    "With method => 'simhash', threshold is the least verified similarity: leave verify true, or set the largest Hamming distance with max_distance."
+                        .into(),
+                ),
+                ..invalid_value("option \"threshold\" of method 'simhash' needs verify => true".into())
+            });
         }
         if minhash && self.options.weighting.is_some() {
             return Err(not_for("weighting", "minhash", "every shingle counts once"));
         }
         Ok(())
+    }
+
+    /// Whether candidates are verified: as asked, by default unless a registry checks the writes.
+    pub(super) fn verifies(&self) -> bool {
+        self.verify.unwrap_or(!self.registry)
     }
 
     /// The mode `on_duplicate` names.
@@ -318,6 +354,7 @@ impl Given<'_> {
                 nbands: NBANDS,
                 max_distance: self.max_distance.unwrap_or(DEFAULT_MAX_DISTANCE),
                 options: names.parse().map_err(invalid)?,
+                threshold,
             }));
         }
         let options = MinHashOptions::parse(

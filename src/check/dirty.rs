@@ -38,7 +38,17 @@ impl Dirty {
     /// Whether the row just found visible, at `tid` of `table`, is certain; if it depends on a
     /// transaction in progress, it is noted (the first such row) for [`Dirty::pending`].
     pub fn certain(&self, table: pg_sys::Oid, tid: pg_sys::ItemPointerData) -> bool {
-        match self.in_progress() {
+        self.certain_given(self.in_progress(), table, tid)
+    }
+
+    /// [`Dirty::certain`] with what [`Dirty::in_progress`] said of the row when it was found.
+    pub fn certain_given(
+        &self,
+        in_progress: Option<pg_sys::TransactionId>,
+        table: pg_sys::Oid,
+        tid: pg_sys::ItemPointerData,
+    ) -> bool {
+        match in_progress {
             None => true,
             Some(xid) => {
                 if self.1.get().is_none() {

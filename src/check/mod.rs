@@ -6,3 +6,4 @@ pub mod dirty;
 pub mod locks;
 pub mod report;
 pub mod row;
+pub mod verify;

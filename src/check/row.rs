@@ -52,6 +52,8 @@ pub struct Written<'a> {
     pub scope: Option<&'a ScopeFilter<'a>>,
     /// A row written by a COPY, checked after its batch is in the table.
     pub copy: Option<CopyCommand>,
+    /// The verification of candidates against the row's text, when the attachment verifies.
+    pub verifier: Option<&'a crate::check::verify::Verifier>,
 }
 
 /// The command of a COPY, whose rows `simhash_check_trigger()` checks one by one after each batch

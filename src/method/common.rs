@@ -19,12 +19,13 @@ pub enum Given {
 }
 
 /// How near a row a lookup found is to what it was given.
-#[derive(Clone, Copy)]
-pub enum Found {
+#[derive(Clone, Copy, Default)]
+pub struct Found {
     /// The Hamming distance of its fingerprint (SimHash).
-    Distance(u32),
-    /// The estimated similarity of its signature (MinHash).
-    Similarity(f64),
+    pub distance: Option<u32>,
+    /// The similarity: verified, the exact similarity of the two texts (both methods); else the
+    /// estimated similarity of its signature (MinHash).
+    pub similarity: Option<f64>,
 }
 
 /// One lookup of `simhash_near_duplicates()`: the table (open), its attachment, what to look for
@@ -35,6 +36,8 @@ pub struct Lookup<'a> {
     pub given: Given,
     pub max_distance: Option<i32>,
     pub threshold: Option<f64>,
+    /// Whether to verify the rows found against the text given (None: as the attachment does).
+    pub verify: Option<bool>,
     /// The extension's schema, quoted: where the SQL form of a lookup is called (asked for only
     /// then: it is a catalog read).
     pub ext_schema: &'a dyn Fn() -> String,
@@ -77,6 +80,8 @@ pub struct WrittenRow<'a> {
     /// Whether the attachment has its INSERTs checked after they are written (§8.5): a check made
     /// before the write then also takes the key that keeps those writes out of its window.
     pub table_checks_after: bool,
+    /// The verification of candidates against the row's text, when the attachment verifies.
+    pub verifier: Option<&'a crate::check::verify::Verifier>,
 }
 
 /// Raises 42804, with a HINT to detach and attach again, unless each column of `att` that `rel`

@@ -14,6 +14,7 @@ use crate::catalog::{attribute, qualified_name_of, relation_name};
 use crate::check::report::{check_shard_scope, raise_duplicate};
 use crate::check::row::attnum;
 use crate::check::row::{CopyCommand, ScopeFilter, Written};
+use crate::check::verify::{Asked, Verifier};
 use crate::errors::{raise, EncodedError};
 use crate::method::simhash::check::settle;
 use crate::method::{same_stored_bytes, Value, WrittenRow};
@@ -260,6 +261,10 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
         })
     });
     let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
+    let (tuple, text_att) = (firing.tuple, setup.text_att);
+    let verifier = Verifier::new(att, Asked::default(), move || {
+        getattr(tuple, text_att, tupdesc).map(|d| Text::from_raw_datum(d).to_utf8().to_string())
+    });
     // A row whose scope value is NULL is in no scope: nobody's duplicate (as NULLs in a unique key).
     let nearest = match &scope {
         Some(None) => None,
@@ -277,6 +282,7 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
                 // simhash_check_trigger() checks the row once it is written (crate::write::deferred).
                 checked_after: firing.old.is_none() && setup.checks_inserts_after(),
                 table_checks_after: setup.checks_inserts_after(),
+                verifier: verifier.as_ref(),
             },
         ),
     };
@@ -338,6 +344,8 @@ pub unsafe fn on_inserted(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Str
             self_tid: tid,
             scope: None,
             copy: Some(CopyCommand::of(tuple)),
+            // An attachment that verifies checks its rows before they are written.
+            verifier: None,
         };
         // The row is written: no keys are needed for its check (§8.5).
         let (key_columns, nearest) = settle(

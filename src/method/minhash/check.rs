@@ -12,6 +12,7 @@ use crate::check::dirty::{Dirty, Pending};
 use crate::check::locks::{band_lock_keys, lock_row, trigger_depth};
 use crate::check::report::{describe_row, Measure, Nearest};
 use crate::check::row::{attnum, checked_tables, ScopeFilter};
+use crate::check::verify::Verifier;
 use crate::method::common::WrittenRow;
 use crate::method::simhash::search::HeapFetch;
 
@@ -101,11 +102,13 @@ unsafe fn search(
         let scope_attnum = row.scope.map(|s| column(s.column));
         let exclude = row.old_tid.filter(|_| own);
         let table_search = TableSearch {
+            rel,
             settings,
             sig,
             signature_attnum,
             scope: row.scope.zip(scope_attnum),
             exclude,
+            verifier: row.verifier,
         };
         let lsh_attnum = column(&att.band_columns()[0]);
         let snapshot = dirty.ptr();
@@ -133,11 +136,13 @@ unsafe fn search(
 
 /// One table's part of the search.
 struct TableSearch<'a> {
+    rel: pg_sys::Relation,
     settings: &'a MinHashSettings,
     sig: &'a Signature,
     signature_attnum: i16,
     scope: Option<(&'a ScopeFilter<'a>, i16)>,
     exclude: Option<pg_sys::ItemPointerData>,
+    verifier: Option<&'a Verifier>,
 }
 
 impl TableSearch<'_> {
@@ -157,15 +162,17 @@ impl TableSearch<'_> {
         {
             return;
         }
-        let Some(similarity) = self.similarity(slot) else {
-            return;
-        };
+        // Read before the verification, which may fetch a toasted text.
+        let depends = dirty.in_progress();
         if let Some((scope, attnum)) = self.scope {
             if !scope.matches(slot, attnum) {
                 return;
             }
         }
-        if !dirty.certain(table, tid) {
+        let Some(similarity) = self.similarity(slot) else {
+            return;
+        };
+        if !dirty.certain_given(depends, table, tid) {
             return;
         }
         let better = found.best.is_none_or(|(s, t, x)| {
@@ -180,8 +187,8 @@ impl TableSearch<'_> {
         }
     }
 
-    /// The estimated similarity of the row in `slot` when it matches (shares a band, reaches the
-    /// threshold).
+    /// The similarity of the row in `slot` when it matches: it shares a band and reaches the
+    /// threshold, verified (the exact similarity of the texts) or estimated.
     unsafe fn similarity(&self, slot: *mut pg_sys::TupleTableSlot) -> Option<f64> {
         let mut isnull = false;
         let datum = pg_sys::slot_getattr(slot, self.signature_attnum as i32, &mut isnull);
@@ -190,13 +197,29 @@ impl TableSearch<'_> {
         }
         let stored =
             Signature::decode(bytea_bytes(datum)).unwrap_or_else(|e| super::lsh::corrupt(&e.to_string()));
-        let accepted = minhash::is_match(self.sig, &stored, &self.settings.lsh, self.settings.threshold)
+        let threshold = match self.verifier {
+            Some(v) => prefilter(v.threshold),
+            None => self.settings.threshold,
+        };
+        let accepted = minhash::is_match(self.sig, &stored, &self.settings.lsh, threshold)
             .unwrap_or_else(|e| super::lsh::corrupt(&e.to_string()));
         if !accepted {
             return None;
         }
-        Some(minhash::similarity(self.sig, &stored).unwrap_or_else(|e| super::lsh::corrupt(&e.to_string())))
+        match self.verifier {
+            Some(v) => v.passes(self.rel, slot),
+            None => Some(
+                minhash::similarity(self.sig, &stored)
+                    .unwrap_or_else(|e| super::lsh::corrupt(&e.to_string())),
+            ),
+        }
     }
+}
+
+/// The least estimated similarity of a candidate whose text is read to verify it against
+/// `threshold`: [`simhash_core::verify::ESTIMATE_MARGIN`] below it.
+pub fn prefilter(threshold: f64) -> f64 {
+    (threshold - simhash_core::verify::ESTIMATE_MARGIN).max(0.0)
 }
 
 fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {

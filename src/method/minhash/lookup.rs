@@ -6,6 +6,7 @@ use simhash_core::minhash::Signature;
 
 use crate::attachment::{Attachment, MinHashSettings};
 use crate::catalog::qualified_name_of;
+use crate::check::verify::{Asked, Verifier};
 use crate::errors::{raise, EncodedError};
 use crate::method::common::{Found, Given, Lookup};
 
@@ -52,6 +53,18 @@ pub unsafe fn near_duplicates(
         );
     }
     let threshold = threshold_of(lookup.threshold, settings);
+    // A lookup by text verifies (as the call or the attachment says); one by signature has no text.
+    let verifier = match lookup.given {
+        Given::Text(Some(doc)) => Verifier::new(
+            att,
+            Asked {
+                verify: lookup.verify,
+                threshold: Some(threshold),
+            },
+            move || Some(crate::text::Text::from_raw_datum(doc).to_utf8().to_string()),
+        ),
+        _ => None,
+    };
     let signature = match lookup.given {
         Given::Fingerprint(_) | Given::Text(None) | Given::Signature(None) => None,
         Given::Text(Some(doc)) => signature_of(&crate::text::Text::from_raw_datum(doc).to_utf8(), settings),
@@ -67,12 +80,20 @@ pub unsafe fn near_duplicates(
         settings,
         signature: &signature,
         keys: &keys,
-        threshold,
+        threshold: match &verifier {
+            Some(v) => super::check::prefilter(v.threshold),
+            None => threshold,
+        },
         scope: None,
+        verifier: verifier.as_ref(),
     };
     for m in matches(&probe, None) {
         if let Some(row) = m.row {
-            on_row(row, Found::Similarity(m.similarity));
+            let found = Found {
+                distance: None,
+                similarity: Some(m.similarity),
+            };
+            on_row(row, found);
         }
     }
 }

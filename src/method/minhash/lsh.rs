@@ -14,6 +14,7 @@ use simhash_core::minhash::{self, Signature};
 use crate::attachment::{Attachment, MinHashSettings};
 use crate::catalog::qualified_name_of;
 use crate::check::row::ScopeFilter;
+use crate::check::verify::Verifier;
 use crate::errors::{raise, EncodedError};
 
 /// The signature of `text` with the attachment's options, or None without tokens.
@@ -50,9 +51,12 @@ pub struct Probe<'a> {
     pub settings: &'a MinHashSettings,
     pub signature: &'a Signature,
     pub keys: &'a [i64],
+    /// The least estimated similarity of a row (with a verifier, of a row whose text is read).
     pub threshold: f64,
     /// Only rows with this scope value count.
     pub scope: Option<&'a ScopeFilter<'a>>,
+    /// Rows are verified against the text looked up: their similarity is the exact one.
+    pub verifier: Option<&'a Verifier>,
 }
 
 /// A row the contract accepts.
@@ -97,8 +101,13 @@ unsafe fn plan_of(probe: &Probe) -> pg_sys::SPIPlanPtr {
     } else {
         "t.tableoid, t.ctid"
     };
+    // Verified, each row's text last (text, varchar or char: cast to text).
+    let text = match probe.verifier {
+        Some(_) => format!(", t.{}::pg_catalog.text", quote(&att.text_column)),
+        None => String::new(),
+    };
     let sql = format!(
-        "SELECT {place}, t.{fp}{scope}, t FROM {only}{} t \
+        "SELECT {place}, t.{fp}{scope}, t{text} FROM {only}{} t \
          WHERE t.{lsh} OPERATOR(pg_catalog.&&) $1",
         qualified_name_of(probe.relid)
     );
@@ -217,10 +226,23 @@ unsafe fn match_of(probe: &Probe, row: pg_sys::HeapTuple, desc: pg_sys::TupleDes
             return None;
         }
     }
+    let similarity = match probe.verifier {
+        Some(v) => {
+            let text = pg_sys::SPI_getbinval(row, desc, row_col + 1, &mut null);
+            let s = if null {
+                0.0
+            } else {
+                v.similarity_to(&crate::text::Text::from_raw_datum(text).to_utf8())
+            };
+            if !v.reaches(s) {
+                return None;
+            }
+            s
+        }
+        None => minhash::similarity(probe.signature, &stored).unwrap_or_else(|e| corrupt(&e.to_string())),
+    };
     let value = pg_sys::SPI_getbinval(row, desc, row_col, &mut null);
     let row = Some(pg_sys::SPI_datumTransfer(value, false, -1));
-    let similarity =
-        minhash::similarity(probe.signature, &stored).unwrap_or_else(|e| corrupt(&e.to_string()));
     Some(Match {
         table: relid,
         tid,

@@ -69,8 +69,13 @@ unsafe fn nearest_row(att: &Attachment, sim: &SimHashSettings, row: &Written) ->
             if !in_scope {
                 return;
             }
+            // Read before the verification, which may fetch a toasted text.
+            let depends = dirty.in_progress();
+            if row.verifier.is_some_and(|v| v.passes(rel, slot).is_none()) {
+                return;
+            }
             let tid = (*slot).tts_tid;
-            if dirty.certain(table, tid) && found.nearest.is_none_or(|(bd, _, _)| d < bd) {
+            if dirty.certain_given(depends, table, tid) && found.nearest.is_none_or(|(bd, _, _)| d < bd) {
                 found.nearest = Some((d, table, tid));
             }
         });
@@ -178,6 +183,7 @@ pub unsafe fn check_written(
         self_tid: row.old_tid.unwrap_or_default(),
         scope: row.scope,
         copy: None,
+        verifier: row.verifier,
     };
     let (key_columns, nearest) = settle(row.ext_schema, att, sim, &written, row.flag_attr, &|| {
         lock_row(row.attached_table, &keys, row.table_checks_after)

@@ -7,6 +7,7 @@ use simhash_core::probe::ProbePlan;
 
 use crate::attachment::{Attachment, RowKey, SimHashSettings};
 use crate::catalog::{qualified_name_of, relation_name};
+use crate::check::verify::{Asked, Verifier};
 use crate::errors::{raise, EncodedError, OrRaise};
 use crate::method::common::{open_table, Found, Given, Lookup};
 
@@ -24,9 +25,10 @@ pub unsafe fn near_duplicates(
 ) {
     let (heap, att) = (lookup.heap, lookup.att);
     let relid = (*heap).rd_id;
-    if matches!(lookup.given, Given::Signature(_)) || lookup.threshold.is_some() {
+    if matches!(lookup.given, Given::Signature(_)) {
         refuse_minhash_lookup(att, relid);
     }
+    let verifier = verifier_of(lookup);
     let k = lookup.max_distance.unwrap_or(sim.max_distance);
     let query = match lookup.given {
         Given::Fingerprint(fp) => fp,
@@ -41,20 +43,67 @@ pub unsafe fn near_duplicates(
     match crate::citus::distribution(relid) {
         Some(dist) => {
             refuse_unless_hash_distributed(heap, &dist);
-            sql_near_duplicates(&(lookup.ext_schema)(), heap, att, sim, query, k, on_row)
+            sql_near_duplicates(
+                &(lookup.ext_schema)(),
+                heap,
+                att,
+                sim,
+                query,
+                k,
+                verifier.as_ref(),
+                on_row,
+            )
         }
         // The band indexes are read directly, where no policy applies: under row-level security
         // the lookup runs as the query of simhash_near_duplicates_sql(), which the executor
         // filters with the caller's policies.
-        None if crate::privileges::row_security_applies(relid) => {
-            sql_near_duplicates(&(lookup.ext_schema)(), heap, att, sim, query, k, on_row)
-        }
+        None if crate::privileges::row_security_applies(relid) => sql_near_duplicates(
+            &(lookup.ext_schema)(),
+            heap,
+            att,
+            sim,
+            query,
+            k,
+            verifier.as_ref(),
+            on_row,
+        ),
         None => {
-            for (distance, item) in local_near_duplicates(heap, att, sim, query, k) {
-                on_row(item, Found::Distance(distance));
+            for (found, item) in local_near_duplicates(heap, att, sim, query, k, verifier.as_ref()) {
+                on_row(item, found);
             }
         }
     }
+}
+
+/// The verification of a lookup by text, when the call or the attachment verifies; a threshold
+/// (the least verified similarity) is refused elsewhere: a lookup by fingerprint, or one that does
+/// not verify, has nothing to compare it with (22023).
+unsafe fn verifier_of(lookup: &Lookup) -> Option<Verifier> {
+    let asked = Asked {
+        verify: lookup.verify,
+        threshold: lookup
+            .threshold
+            .map(|t| crate::attachment::valid_threshold(t).unwrap_or_else(|e| raise(e))),
+    };
+    let verifier = match lookup.given {
+        Given::Text(Some(doc)) => Verifier::new(lookup.att, asked, move || {
+            Some(crate::text::Text::from_raw_datum(doc).to_utf8().to_string())
+        }),
+        _ => None,
+    };
+    if verifier.is_none() && lookup.threshold.is_some() {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            message: format!(
+                "column \"{}\" of {} is attached with method 'simhash': threshold needs a lookup by text that verifies",
+                lookup.att.text_column,
+                qualified_name_of((*lookup.heap).rd_id)
+            ),
+            detail: None,
+            hint: Some("Pass the text with verify => true, or leave threshold out and set max_distance.".into()),
+        });
+    }
+    verifier
 }
 
 /// The fingerprint of the `text` datum `doc` with the attachment's options; None without features.
@@ -76,17 +125,19 @@ unsafe fn refuse_minhash_lookup(att: &Attachment, relid: pg_sys::Oid) -> ! {
     })
 }
 
-/// The rows of `heap` (of each of its partitions) within `k` of `query`, as rows of `heap`'s type
-/// with their distances: nearest first, then partition by partition in physical order.
+/// The rows of `heap` (of each of its partitions) within `k` of `query` (and verified, with a
+/// verifier), as rows of `heap`'s type with their distances: nearest first, then partition by
+/// partition in physical order.
 unsafe fn local_near_duplicates(
     heap: pg_sys::Relation,
     att: &Attachment,
     sim: &SimHashSettings,
     query: u64,
     k: i32,
-) -> Vec<(u32, pg_sys::Datum)> {
+    verifier: Option<&Verifier>,
+) -> Vec<(Found, pg_sys::Datum)> {
     let snapshot = pg_sys::GetActiveSnapshot();
-    let mut found: Vec<(u32, usize, pg_sys::ItemPointerData, pg_sys::Datum)> = Vec::new();
+    let mut found: Vec<(u32, usize, pg_sys::ItemPointerData, pg_sys::Datum, Option<f64>)> = Vec::new();
     let tupdesc = (*heap).rd_att;
     // A partitioned table is searched partition by partition; a partition, on its own.
     let tables = crate::partitions::leaf_tables(heap);
@@ -115,6 +166,13 @@ unsafe fn local_near_duplicates(
             lockmode: pg_sys::AccessShareLock as pg_sys::LOCKMODE,
         };
         search_table(&search, &mut |distance, slot| {
+            let similarity = match verifier {
+                Some(v) => match v.passes(rel, slot) {
+                    Some(s) => Some(s),
+                    None => return,
+                },
+                None => None,
+            };
             let mut should_free = false;
             let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut should_free);
             let row = if map.is_null() {
@@ -129,13 +187,13 @@ unsafe fn local_near_duplicates(
             if should_free {
                 pg_sys::heap_freetuple(tuple);
             }
-            found.push((distance, order, (*slot).tts_tid, item));
+            found.push((distance, order, (*slot).tts_tid, item, similarity));
         });
         if !map.is_null() {
             pg_sys::free_conversion_map(map);
         }
     }
-    found.sort_by_key(|(d, order, tid, _)| {
+    found.sort_by_key(|(d, order, tid, _, _)| {
         (
             *d,
             *order,
@@ -143,7 +201,16 @@ unsafe fn local_near_duplicates(
             tid.ip_posid,
         )
     });
-    found.into_iter().map(|(d, _, _, item)| (d, item)).collect()
+    found
+        .into_iter()
+        .map(|(d, _, _, item, similarity)| {
+            let found = Found {
+                distance: Some(d),
+                similarity,
+            };
+            (found, item)
+        })
+        .collect()
 }
 
 /// What the registry check of a Citus table found in one shard (`simhash_internal.probe_shard`).
@@ -176,9 +243,9 @@ pub unsafe fn probe_shard(relid: pg_sys::Oid, text_column: &str, query: u64, k: 
     };
     // Four bands of many probe values each, in a transaction of its own: the leaf lists at once.
     // Nearest first.
-    let nearest = crate::storage::leafmap::eager(|| local_near_duplicates(heap, &att, sim, query, k))
+    let nearest = crate::storage::leafmap::eager(|| local_near_duplicates(heap, &att, sim, query, k, None))
         .first()
-        .map(|(d, _)| *d);
+        .and_then(|(found, _)| found.distance);
     pg_sys::relation_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
     ShardProbe::Searched(nearest)
 }
@@ -209,6 +276,7 @@ unsafe fn sql_near_duplicates(
     sim: &SimHashSettings,
     query: u64,
     k: i32,
+    verifier: Option<&Verifier>,
     on_row: &mut dyn FnMut(pg_sys::Datum, Found),
 ) {
     ProbePlan::new(query, k, sim.nbands).or_raise();
@@ -233,7 +301,15 @@ unsafe fn sql_near_duplicates(
         RowKey::Columns(columns) => columns.iter().map(|c| format!(", (x.item).{c}")).collect(),
         RowKey::Ctid { .. } => String::new(),
     };
-    let sql = format!("SELECT x.item, x.distance FROM ({lookup}) x ORDER BY x.distance{order}");
+    // Verified, each row's text as well (text, varchar or char: cast to text).
+    let text = match verifier {
+        Some(_) => format!(
+            ", (x.item).{}::pg_catalog.text",
+            pgrx::spi::quote_identifier(&att.text_column)
+        ),
+        None => String::new(),
+    };
+    let sql = format!("SELECT x.item, x.distance{text} FROM ({lookup}) x ORDER BY x.distance{order}");
     // The query names operators without their schema: it runs where nothing but pg_catalog's are found.
     crate::privileges::with_safe_search_path(|| {
         crate::spi::for_each_row(&sql, &[], "the lookup by query", &mut |row, desc| {
@@ -241,9 +317,32 @@ unsafe fn sql_near_duplicates(
             let item = pg_sys::SPI_getbinval(row, desc, 1, &mut item_null);
             let distance = pg_sys::SPI_getbinval(row, desc, 2, &mut distance_null);
             // Both are never NULL: a row and its Hamming distance.
-            if !item_null && !distance_null {
-                on_row(item, Found::Distance(distance.value() as i32 as u32));
+            if item_null || distance_null {
+                return;
             }
+            let similarity = match verifier {
+                Some(v) => {
+                    let mut text_null = false;
+                    let text = pg_sys::SPI_getbinval(row, desc, 3, &mut text_null);
+                    let s = if text_null {
+                        0.0
+                    } else {
+                        v.similarity_to(&crate::text::Text::from_raw_datum(text).to_utf8())
+                    };
+                    if !v.reaches(s) {
+                        return;
+                    }
+                    Some(s)
+                }
+                None => None,
+            };
+            on_row(
+                item,
+                Found {
+                    distance: Some(distance.value() as i32 as u32),
+                    similarity,
+                },
+            );
         })
     });
 }
