@@ -54,6 +54,40 @@ fn minhash_similarity(a: &[u8], b: &[u8]) -> f64 {
     minhash::similarity(&decode(a), &decode(b)).unwrap_or_else(|e| raise(e))
 }
 
+/// The exact similarity of two texts (issue 43): the Jaccard similarity of their shingle sets, the
+/// shingles `minhash()` hashes with the same options. What a verified check, lookup or dedup
+/// compares with the threshold (`simhash_core::verify`): for a SimHash attachment with the defaults
+/// here, for a MinHash attachment with its own options.
+#[pg_extern(immutable, strict, parallel_safe, cost = 100)]
+fn shingle_similarity(
+    a: Text,
+    b: Text,
+    tokenizer: default!(Text, "'word'"),
+    shingle: default!(i32, 0),
+    stopwords: default!(bool, false),
+    fold: default!(Text, "'auto'"),
+) -> f64 {
+    crate::errors::arm_allocator();
+    let options = MinHashOptions::parse(
+        &tokenizer.to_utf8(),
+        shingle,
+        stopwords,
+        &fold.to_utf8(),
+        minhash::DEFAULT_K as i32,
+    )
+    .or_raise();
+    let set = |t: &Text| {
+        simhash_core::verify::Shingles::of(
+            &t.to_utf8(),
+            &options,
+            simhash_core::Chunking::default(),
+            &mut crate::errors::check_interrupts,
+        )
+        .or_raise()
+    };
+    set(&a).jaccard(&set(&b))
+}
+
 /// The LSH band keys of a signature: `bands` keys, each hashing `rows` consecutive values with its
 /// band number. Two signatures that share a key at the same position share that band.
 #[pg_extern(immutable, strict, parallel_safe)]

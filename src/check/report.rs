@@ -27,7 +27,13 @@ thread_local! {
 #[derive(Clone, Copy)]
 pub enum Measure {
     Distance(u32),
+    /// Estimated (MinHash without verification).
     Similarity(f64),
+    /// Verified against the texts: the exact similarity, and the distance of a SimHash row.
+    Verified {
+        distance: Option<u32>,
+        similarity: f64,
+    },
 }
 
 /// The nearest existing row within `max_distance` (the most similar one at least as similar as the
@@ -185,6 +191,9 @@ pub fn similarity_text(similarity: f64) -> String {
 pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nearest) -> ! {
     let limit = match &att.method {
         Method::MinHash(m) => format!("threshold {}", m.threshold),
+        Method::SimHash(s) if att.verify => {
+            format!("max_distance {}, threshold {}", s.max_distance, s.threshold)
+        }
         Method::SimHash(s) => format!("max_distance {}", s.max_distance),
     };
     // Without the key, no measure either: a distance or similarity to a row the writer may not read
@@ -197,6 +206,26 @@ pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nea
         (Some(key), Measure::Distance(distance)) => {
             format!("Key ({key_columns})=({key}) is at Hamming distance {distance} ({limit}).")
         }
+        (
+            Some(key),
+            Measure::Verified {
+                distance: Some(distance),
+                similarity,
+            },
+        ) => format!(
+            "Key ({key_columns})=({key}) is at Hamming distance {distance} and has similarity {} ({limit}).",
+            similarity_text(similarity)
+        ),
+        (
+            Some(key),
+            Measure::Verified {
+                distance: None,
+                similarity,
+            },
+        ) => format!(
+            "Key ({key_columns})=({key}) has similarity {} ({limit}).",
+            similarity_text(similarity)
+        ),
         (None, _) => format!("A row you may not read is a near-duplicate ({limit})."),
     };
     crate::errors::raise_violation(

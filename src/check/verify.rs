@@ -25,13 +25,16 @@ pub struct Asked {
     pub threshold: Option<f64>,
 }
 
+/// Reads the text checked, once, when a candidate first needs it (None: a NULL text).
+type QueryText = Box<dyn FnOnce() -> Option<String>>;
+
 /// The verification of candidates against one text.
 pub struct Verifier {
     options: MinHashOptions,
     /// The least similarity of a near-duplicate.
     pub threshold: f64,
     text_column: String,
-    query: RefCell<Option<Box<dyn FnOnce() -> Option<String>>>>,
+    query: RefCell<Option<QueryText>>,
     shingles: OnceCell<Option<Shingles>>,
     attnums: RefCell<Vec<(pg_sys::Oid, i16)>>,
 }

@@ -55,7 +55,14 @@ pub unsafe fn most_similar(
             att,
             (table, row.attached_table),
             tid,
-            Measure::Similarity(similarity),
+            if row.verifier.is_some() {
+                Measure::Verified {
+                    distance: None,
+                    similarity,
+                }
+            } else {
+                Measure::Similarity(similarity)
+            },
             row.flag_attr,
             snapshot,
         );

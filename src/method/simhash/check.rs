@@ -19,7 +19,7 @@ use crate::check::row::attnum;
 /// (committed, or this transaction's own), and a row of another transaction in progress.
 #[derive(Default)]
 pub struct Found {
-    pub nearest: Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData)>,
+    pub nearest: Option<(u32, pg_sys::Oid, pg_sys::ItemPointerData, Option<f64>)>,
     pub pending: Option<Pending>,
 }
 
@@ -71,12 +71,16 @@ unsafe fn nearest_row(att: &Attachment, sim: &SimHashSettings, row: &Written) ->
             }
             // Read before the verification, which may fetch a toasted text.
             let depends = dirty.in_progress();
-            if row.verifier.is_some_and(|v| v.passes(rel, slot).is_none()) {
-                return;
-            }
+            let similarity = match row.verifier {
+                Some(v) => match v.passes(rel, slot) {
+                    Some(s) => Some(s),
+                    None => return,
+                },
+                None => None,
+            };
             let tid = (*slot).tts_tid;
-            if dirty.certain_given(depends, table, tid) && found.nearest.is_none_or(|(bd, _, _)| d < bd) {
-                found.nearest = Some((d, table, tid));
+            if dirty.certain_given(depends, table, tid) && found.nearest.is_none_or(|(bd, _, _, _)| d < bd) {
+                found.nearest = Some((d, table, tid, similarity));
             }
         });
     }
@@ -103,7 +107,7 @@ pub unsafe fn find_nearest(
     flag_attr: Option<&pg_sys::FormData_pg_attribute>,
 ) -> Outcome {
     let found = nearest_row(att, sim, row);
-    let Some((distance, relid, tid)) = found.nearest else {
+    let Some((distance, relid, tid, similarity)) = found.nearest else {
         return match found.pending {
             Some(pending) => Outcome::Wait(pending),
             None => Outcome::Done(String::new(), None),
@@ -118,7 +122,13 @@ pub unsafe fn find_nearest(
         att,
         (relid, row.attached_table),
         tid,
-        Measure::Distance(distance),
+        match similarity {
+            Some(similarity) => Measure::Verified {
+                distance: Some(distance),
+                similarity,
+            },
+            None => Measure::Distance(distance),
+        },
         flag_attr,
         snapshot,
     );

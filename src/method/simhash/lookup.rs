@@ -269,6 +269,7 @@ unsafe fn refuse_unless_hash_distributed(heap: pg_sys::Relation, dist: &crate::c
 /// caller: for a Citus table, whose rows are on the shards (Citus runs it on every shard, where the
 /// band indexes serve the probes), and for a table under row-level security, whose policies the
 /// executor applies. Nearest first and then in key order.
+#[allow(clippy::too_many_arguments)]
 unsafe fn sql_near_duplicates(
     schema: &str,
     heap: pg_sys::Relation,
