@@ -203,8 +203,8 @@ BEGIN
   -- The triggers of the attachment that trigger arguments args record, on table_name of relkind
   -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
   -- simhash_trigger() before each row write, and in 'error' mode on an ordinary table (no scope,
-  -- registry, Citus or MinHash) simhash_check_trigger(), which checks an INSERT's rows once per
-  -- statement (src/write/deferred.rs).
+  -- registry, Citus, MinHash or verification) simhash_check_trigger(), which checks an INSERT's rows
+  -- once per statement (src/write/deferred.rs).
   SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
   IF dist_method IS NOT NULL THEN
@@ -216,7 +216,7 @@ BEGIN
   EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
                  names.trigger_name, table_name, arg_list);
   IF d.on_duplicate = 'error' AND kind = 'r' AND dist_method IS NULL AND d.scope_column IS NULL AND NOT d.registry
-     AND d.method <> 'minhash' THEN
+     AND d.method <> 'minhash' AND NOT d.verify THEN
     EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
                    names.check_trigger_name, table_name, arg_list);
   END IF;
@@ -538,3 +538,46 @@ END
 $$;
 COMMENT ON FUNCTION simhash_detach(regclass, name) IS
   'Removes the trigger, fingerprint, band and flag columns (and so the band indexes) that simhash_attach() added';
+CREATE FUNCTION simhash_set_verify(table_name regclass, verify boolean, threshold float8 DEFAULT NULL,
+                                   text_column name DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  names record;
+  args bytea;
+  dist_method "char" := (SELECT d.method FROM simhash_internal.distribution(att.table_name) d);
+BEGIN
+  -- Whether an attachment verifies its candidates against their texts (docs/ARCHITECTURE.md
+  -- section 8.11), and its threshold: recorded in its trigger's arguments, so the triggers are made
+  -- again with the new ones, in this transaction (nothing else of the attachment changes).
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
+                                        AND t.tgparentid <> 0) THEN
+    RAISE EXCEPTION 'simhash_set_verify: "%" is a partition of attached table "%"', table_name, pg_partition_root(table_name)
+      USING ERRCODE = '42809', HINT = format('Name %s: its partitions follow.', pg_partition_root(table_name));
+  END IF;
+  IF att.state = 'attaching' THEN
+    RAISE EXCEPTION 'column "%" of "%" is still being attached', att.text_column, att.table_name
+      USING ERRCODE = '55000', HINT = 'Let simhash_attach_concurrently() finish first.';
+  END IF;
+  SELECT t.tgargs INTO STRICT args FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name;
+  args := simhash_internal.reencode_attachment(args, verify, threshold);
+  SELECT * INTO names FROM simhash_internal.object_names(att.table_name, att.text_column);
+  IF dist_method IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
+  -- On a partitioned table the clones of the trigger go with it, and come back with the new one.
+  EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = names.check_trigger_name) THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', names.check_trigger_name, att.table_name);
+  END IF;
+  PERFORM simhash_internal.create_triggers(att.table_name::regclass, args::bytea,
+                                           (SELECT c.relkind FROM pg_class c WHERE c.oid = att.table_name)::"char",
+                                           dist_method::"char");
+END
+$$;
+COMMENT ON FUNCTION simhash_set_verify(regclass, boolean, float8, name) IS
+  'Makes an attached column verify its candidates against their texts (or not), with a threshold: what an attachment made before 0.11.0 needs to verify its writes';
+

@@ -328,6 +328,29 @@ mod simhash_internal {
         ))
     }
 
+    /// The trigger arguments `tgargs` with verification set as `simhash_set_verify()` asks (the
+    /// threshold: as it was when NULL), or the error of a setting the attachment does not take.
+    #[pg_extern(immutable, parallel_safe, name = "reencode_attachment")]
+    fn reencode(tgargs: &[u8], verify: Option<bool>, threshold: Option<f64>) -> Vec<u8> {
+        let args: Vec<String> = split_args(tgargs).into_iter().map(server_to_utf8_lossy).collect();
+        let Some(att) = Attachment::from_args(&args) else {
+            crate::errors::EncodedError {
+                code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                message: "simhash_set_verify: not the arguments of a simhash_trigger()".into(),
+                detail: None,
+                hint: None,
+            }
+            .report()
+        };
+        let att = att.with_verify(verify, threshold).unwrap_or_else(|e| e.report());
+        let mut out = Vec::new();
+        for arg in att.to_args() {
+            out.extend_from_slice(&utf8_to_server(&arg));
+            out.push(0);
+        }
+        out
+    }
+
     /// The SQL expression of the key of row `alias` of `table_name` as error DETAILs, one-column
     /// flag columns and the registry show it: the values of its primary key columns separated by
     /// ", " ([`RowKey::message_sql`], the one rendering the trigger uses too).

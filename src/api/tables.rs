@@ -13,10 +13,11 @@ extension_sql_file!(
         "simhash_trigger",
         simhash_internal::simhash_trigger_args,
         // The Rust names of SQL's encode_attachment and decode_attachment (pgrx resolves a path by
-        // the Rust name; the functions named encode_attachment and decode_attachment in Rust are
-        // 0.4.0's, without SQL: scripts/check_sql_requires.py).
-        simhash_internal::encode,
-        simhash_internal::decode,
+        // the Rust name; the functions named encode and decode in Rust are 0.5.0 to 0.10.0's, and
+        // encode_attachment and decode_attachment 0.4.0's, without SQL:
+        // scripts/check_sql_requires.py).
+        simhash_internal::encode_verifying,
+        simhash_internal::decode_verifying,
         object_names,
         row_key_sql
     ]
@@ -36,7 +37,7 @@ extension_sql_file!(
 extension_sql_file!(
     "../../sql/src/attach.sql",
     name = "simhash_attach_sql",
-    requires = ["simhash_fill_sql", simhash_band]
+    requires = ["simhash_fill_sql", simhash_band, simhash_internal::reencode]
 );
 extension_sql_file!(
     "../../sql/src/registry.sql",

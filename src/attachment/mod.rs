@@ -90,6 +90,49 @@ impl Attachment {
         Ok(att)
     }
 
+    /// This attachment verifying (or not) with `threshold` (None: the one it has), as
+    /// `simhash_set_verify()` changes it: NULL `verify` (22004), a threshold outside 0–1 (22023), a
+    /// SimHash threshold without verification (22023), verification with a registry (0A000).
+    pub fn with_verify(mut self, verify: Option<bool>, threshold: Option<f64>) -> Result<Attachment, EncodedError> {
+        let Some(verify) = verify else {
+            return Err(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                message: "simhash_set_verify: verify must not be NULL".into(),
+                detail: None,
+                hint: None,
+            });
+        };
+        let given = Given {
+            method: Some(self.method_name()),
+            max_distance: None,
+            threshold,
+            on_duplicate: None,
+            options: GivenOptions::default(),
+            scope_column: None,
+            registry: self.registry,
+            min_length: None,
+            verify: Some(verify),
+        };
+        given.refuse_other_method(self.minhash().is_some())?;
+        if self.registry && verify {
+            return Err(EncodedError {
+                code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                message: "simhash_set_verify: verify => true is not supported with registry => true".into(),
+                detail: Some("The registry on the coordinator holds fingerprints, not the texts to verify them with.".into()),
+                hint: None,
+            });
+        }
+        if let Some(t) = threshold {
+            let t = valid_threshold(t)?;
+            match &mut self.method {
+                Method::SimHash(s) => s.threshold = t,
+                Method::MinHash(m) => m.threshold = t,
+            }
+        }
+        self.verify = verify;
+        Ok(self)
+    }
+
     /// An attachment of `text_column` with `simhash_attach()`'s defaults: what the names derived
     /// from a text column are read from.
     pub fn named(text_column: &str) -> Attachment {

@@ -59,6 +59,32 @@ SELECT simhash_detach('wide');
 SELECT simhash_attach('wide', 'body', max_distance => 16, tokenizer => 'word', weighting => 'tf', stopwords => false, on_duplicate => 'error', verify => false);
 SELECT text_column, max_distance, threshold, verify FROM simhash_attachments() WHERE table_name = 'wide'::regclass;
 INSERT INTO wide VALUES (21, pg_temp.reversed((SELECT body FROM docs WHERE id = 5)));
+SELECT tgname FROM pg_trigger WHERE tgrelid = 'wide'::regclass AND NOT tgisinternal ORDER BY 1;
+
+-- simhash_set_verify() turns verification on (or off) in place, with a threshold: only the triggers
+-- are made again (an attachment that verifies has no statement-end check trigger).
+SELECT simhash_set_verify('wide', true);
+SELECT text_column, max_distance, threshold, verify FROM simhash_attachments() WHERE table_name = 'wide'::regclass;
+SELECT tgname FROM pg_trigger WHERE tgrelid = 'wide'::regclass AND NOT tgisinternal ORDER BY 1;
+INSERT INTO wide VALUES (21, pg_temp.reversed((SELECT body FROM docs WHERE id = 5)));
+SELECT simhash_set_verify('wide', true, threshold => 0.9);
+INSERT INTO wide VALUES (22, replace((SELECT body FROM docs WHERE id = 6), 'bread', 'cakes'));
+SELECT simhash_set_verify('wide', false, threshold => 0.5);
+SELECT simhash_set_verify('wide', NULL);
+SELECT simhash_set_verify('wide', true, threshold => -1);
+SELECT simhash_set_verify('docs', true);
+CREATE ROLE regress_verify_other;
+GRANT SELECT ON wide TO regress_verify_other;
+SET ROLE regress_verify_other;
+SELECT simhash_set_verify('wide', false);
+RESET ROLE;
+DROP OWNED BY regress_verify_other;
+DROP ROLE regress_verify_other;
+SELECT simhash_set_verify('wide', false);
+SELECT text_column, max_distance, threshold, verify FROM simhash_attachments() WHERE table_name = 'wide'::regclass;
+SELECT tgname FROM pg_trigger WHERE tgrelid = 'wide'::regclass AND NOT tgisinternal ORDER BY 1;
+INSERT INTO wide VALUES (23, pg_temp.reversed((SELECT body FROM docs WHERE id = 7)));
+DELETE FROM wide WHERE id > 20;
 
 -- Settings: threshold is the least verified similarity of SimHash (0 to 1), refused without
 -- verification; a registry cannot verify.
@@ -134,6 +160,13 @@ INSERT INTO parted (id, body) SELECT 100 + id, body || ' Again.' FROM docs WHERE
 INSERT INTO parted (id, body) SELECT 200 + id, body FROM docs WHERE id IN (2, 3);
 INSERT INTO parted (id, body) SELECT 300 + id, pg_temp.reversed(body) FROM docs WHERE id IN (2, 3);
 SELECT count(*) FROM parted;
+-- Named by a partition, simhash_set_verify() refuses; by the partitioned table, every partition follows.
+SELECT simhash_set_verify('parted_low', false);
+SELECT simhash_set_verify('parted', false);
+SELECT c.relname, count(*) FILTER (WHERE t.tgname IS NOT NULL) AS triggers
+FROM pg_class c LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND NOT t.tgisinternal
+WHERE c.relname LIKE 'parted%' AND c.relkind IN ('r', 'p') GROUP BY 1 ORDER BY 1;
+INSERT INTO parted (id, body) SELECT 400 + id, pg_temp.reversed(body) FROM docs WHERE id = 6;
 
 -- 6. The trigger arguments of 0.10.0 (no 'verify') decode as an attachment that does not verify.
 SELECT method, threshold, verify
