@@ -93,7 +93,11 @@ impl Attachment {
     /// This attachment verifying (or not) with `threshold` (None: the one it has), as
     /// `simhash_set_verify()` changes it: NULL `verify` (22004), a threshold outside 0–1 (22023), a
     /// SimHash threshold without verification (22023), verification with a registry (0A000).
-    pub fn with_verify(mut self, verify: Option<bool>, threshold: Option<f64>) -> Result<Attachment, EncodedError> {
+    pub fn with_verify(
+        mut self,
+        verify: Option<bool>,
+        threshold: Option<f64>,
+    ) -> Result<Attachment, EncodedError> {
         let Some(verify) = verify else {
             return Err(EncodedError {
                 code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
@@ -118,7 +122,10 @@ impl Attachment {
             return Err(EncodedError {
                 code: PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
                 message: "simhash_set_verify: verify => true is not supported with registry => true".into(),
-                detail: Some("The registry on the coordinator holds fingerprints, not the texts to verify them with.".into()),
+                detail: Some(
+                    "The registry on the coordinator holds fingerprints, not the texts to verify them with."
+                        .into(),
+                ),
                 hint: None,
             });
         }

@@ -191,9 +191,6 @@ pub fn similarity_text(similarity: f64) -> String {
 pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nearest) -> ! {
     let limit = match &att.method {
         Method::MinHash(m) => format!("threshold {}", m.threshold),
-        Method::SimHash(s) if att.verify => {
-            format!("max_distance {}, threshold {}", s.max_distance, s.threshold)
-        }
         Method::SimHash(s) => format!("max_distance {}", s.max_distance),
     };
     // Without the key, no measure either: a distance or similarity to a row the writer may not read
@@ -203,19 +200,15 @@ pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nea
             "Key ({key_columns})=({key}) has estimated similarity {} ({limit}).",
             similarity_text(similarity)
         ),
-        (Some(key), Measure::Distance(distance)) => {
-            format!("Key ({key_columns})=({key}) is at Hamming distance {distance} ({limit}).")
-        }
-        (
+        // A SimHash DETAIL keeps its form, verified or not: applications parse it.
+        (Some(key), Measure::Distance(distance))
+        | (
             Some(key),
             Measure::Verified {
                 distance: Some(distance),
-                similarity,
+                ..
             },
-        ) => format!(
-            "Key ({key_columns})=({key}) is at Hamming distance {distance} and has similarity {} ({limit}).",
-            similarity_text(similarity)
-        ),
+        ) => format!("Key ({key_columns})=({key}) is at Hamming distance {distance} ({limit})."),
         (
             Some(key),
             Measure::Verified {
