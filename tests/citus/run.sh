@@ -61,7 +61,9 @@ expect_contains "the refusal says which scope would be exact" \
 expect "a scope that is not the distribution column is refused" \
     "$(sqlstate "$DB" "SELECT simhash_attach('articles', 'body', scope => 'id')")" 0A000
 start=$(now_ms)
-qn "$COORDINATOR" -c "SELECT simhash_attach('articles', 'body')" >/dev/null
+# Unverified (verify => false): the brute force below compares fingerprints; verification has its
+# own section ("verification on the shards").
+qn "$COORDINATOR" -c "SELECT simhash_attach('articles', 'body', verify => false)" >/dev/null
 measure "simhash_attach on $rows rows (ms)" $(($(now_ms) - start))
 expect "every row fingerprinted on the shards, as simhash() computes it" \
     "$(qn "$COORDINATOR" -c "SELECT count(*) FILTER (WHERE body_simhash IS DISTINCT FROM simhash(body)),
@@ -549,11 +551,13 @@ SQL
 qn "$COORDINATOR" -c "SELECT simhash_detach('wire')" >/dev/null
 
 start=$(now_ms)
-qn "$COORDINATOR" -c "SELECT simhash_attach('stories', 'body', method => 'minhash', on_duplicate => 'error', scope => 'site')" >/dev/null
+# Unverified (verify => false): the brute force below is the estimate's definition; verification has
+# its own section ("verification on the shards").
+qn "$COORDINATOR" -c "SELECT simhash_attach('stories', 'body', method => 'minhash', on_duplicate => 'error', scope => 'site', verify => false)" >/dev/null
 measure "minhash: simhash_attach on $mh_rows rows (ms)" $(($(now_ms) - start))
-expect "minhash: attached with on_duplicate 'error', scope => 'site', threshold 0.5" \
-    "$(qn "$COORDINATOR" -c "SELECT method || '|' || on_duplicate || '|' || scope_column || '|' || threshold FROM simhash_attachments()
-                             WHERE table_name = 'stories'::regclass")" "minhash|error|site|0.5"
+expect "minhash: attached with on_duplicate 'error', scope => 'site', threshold 0.5, unverified" \
+    "$(qn "$COORDINATOR" -c "SELECT method || '|' || on_duplicate || '|' || scope_column || '|' || threshold || '|' || verify FROM simhash_attachments()
+                             WHERE table_name = 'stories'::regclass")" "minhash|error|site|0.5|false"
 expect "minhash: every row signed on the shards as minhash() signs it, its band keys as minhash_bands() makes them" \
     "$(qn "$COORDINATOR" -c "SELECT count(*) FILTER (WHERE body_minhash IS DISTINCT FROM minhash(body)) || '|' ||
                                     count(*) FILTER (WHERE body_lsh IS DISTINCT FROM minhash_bands(body_minhash)) || '|' ||
@@ -773,6 +777,109 @@ expect "... and from the distributed table; a repost is written now" \
                              FROM pg_attribute WHERE attrelid = 'stories'::regclass AND attnum > 0 AND NOT attisdropped"
        sqlstate "$DB" "INSERT INTO stories VALUES ($zh_site, $((zh_id + 100000)), \$r\$$zh_repost\$r\$)")" "site,id,body|0
 00000"
+
+echo "-- verification on the shards (issue 43): the trigger and lookups judge candidates by their texts"
+# vposts: SimHash with 0.2.0's options at max_distance 16, where a text's words in reverse order have
+# the same fingerprint and no shingle in common with it; verified (the default) on the shard where
+# the site's rows are.
+qn "$COORDINATOR" >/dev/null <<'SQL'
+SET citus.shard_count = 8;
+CREATE TABLE vposts (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('vposts', 'site');
+SELECT simhash_attach('vposts', 'body', on_duplicate => 'error', scope => 'site', max_distance => 16,
+                      tokenizer => 'word', weighting => 'tf', stopwords => false);
+INSERT INTO vposts VALUES (1, 1, 'The city council approved the budget for protected bike lanes on Monday after a long hearing.'),
+                          (1, 2, 'Volunteers hauled half a ton of trash from the beach at Sandy Point on Saturday morning.');
+CREATE FUNCTION reversed_words(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT array_to_string(array(SELECT w FROM unnest(string_to_array(t, ' ')) WITH ORDINALITY u(w, n) ORDER BY n DESC), ' ')
+$$;
+SQL
+expect "verified: attached with verify, threshold 0.3" \
+    "$(qn "$COORDINATOR" -c "SELECT verify || '|' || threshold FROM simhash_attachments() WHERE table_name = 'vposts'::regclass")" "true|0.3"
+expect "verified: a near-duplicate in the site is rejected (23505)" \
+    "$(sqlstate "$DB" "INSERT INTO vposts VALUES (1, 3, 'The city council approved the budget for protected bike lanes on Monday after a long hearing!')")" 23505
+expect "verified: the words of row (1, 1) reversed, at distance 0 and similarity 0, are written" \
+    "$(qn "$COORDINATOR" -c "INSERT INTO vposts SELECT 1, 4, reversed_words(body) FROM vposts WHERE site = 1 AND id = 1" \
+        -c "SELECT hamming(a.body_simhash, b.body_simhash) || '|' || shingle_similarity(a.body, b.body)
+            FROM vposts a, vposts b WHERE a.site = 1 AND a.id = 1 AND b.site = 1 AND b.id = 4")" "0|0"
+qn "$COORDINATOR" -c "SELECT simhash_set_verify('vposts', false)" >/dev/null
+expect "simhash_set_verify(false): the triggers on every shard decide on the fingerprint alone (23505)" \
+    "$(sqlstate "$DB" "INSERT INTO vposts SELECT 1, 5, reversed_words(body) FROM vposts WHERE site = 1 AND id = 2")" 23505
+qn "$COORDINATOR" -c "SELECT simhash_set_verify('vposts', true)" >/dev/null
+expect "simhash_set_verify(true): verified again, the reversed text is written" \
+    "$(sqlstate "$DB" "INSERT INTO vposts SELECT 1, 5, reversed_words(body) FROM vposts WHERE site = 1 AND id = 2")" 00000
+expect "... every shard's trigger records it" \
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FILTER (WHERE result = '1') FROM run_command_on_shards('vposts', \$\$
+        SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = '%1\$s'::regclass AND t.tgfoid = 'simhash_trigger'::regproc
+          AND encode(t.tgargs, 'escape') LIKE '%%verify%%'\$\$)")" 8
+expect "verified lookups from the coordinator: the row itself (similarity 1), not its reversed words" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg((n.item).id || ':' || n.distance || ':' || n.similarity, ' ' ORDER BY (n.item).id)
+                             FROM vposts v, simhash_near_duplicates(NULL::vposts, v.body) n WHERE v.site = 1 AND v.id = 1")" "1:0:1"
+expect "... and with verify => false both, without a similarity" \
+    "$(qn "$COORDINATOR" -c "SELECT string_agg((n.item).id || ':' || n.distance || ':' || coalesce(n.similarity::text, '-'), ' ' ORDER BY (n.item).id)
+                             FROM vposts v, simhash_near_duplicates(NULL::vposts, v.body, verify => false) n WHERE v.site = 1 AND v.id = 1")" "1:0:- 4:0:-"
+
+# vstories: the MinHash stories, verified: a repost is rejected with its exact similarity; lookups
+# from the coordinator equal the brute force of the verified contract over every shard (shares a
+# band, estimate at least 0.3 so that the text is read, exact similarity at least 0.5).
+qn "$COORDINATOR" >/dev/null <<'SQL'
+SET citus.shard_count = 8;
+CREATE TABLE vstories (site int, id bigint, body text, PRIMARY KEY (site, id));
+SELECT create_distributed_table('vstories', 'site');
+INSERT INTO vstories SELECT site, id, body FROM articles;
+SELECT simhash_attach('vstories', 'body', method => 'minhash', on_duplicate => 'error', scope => 'site');
+SQL
+expect "verified minhash: attached with verify, threshold 0.5" \
+    "$(qn "$COORDINATOR" -c "SELECT verify || '|' || threshold FROM simhash_attachments() WHERE table_name = 'vstories'::regclass")" "true|0.5"
+vrepost=$(qn "$COORDINATOR" <<<"SELECT '【转载】' || body || '（来源：本地日报）' FROM vstories WHERE site = $zh_site AND id = $zh_id")
+vdetail=$(error_text "$DB" "INSERT INTO vstories VALUES ($zh_site, $((zh_id + 100000)), \$r\$$vrepost\$r\$)")
+expect "verified minhash: the repost's DETAIL names its source with the exact similarity of the texts" \
+    "$(sed -n 's/^DETAIL:  Key (site, id)=(\([0-9]*\), \([0-9]*\)) has similarity \([0-9.]*\) (threshold 0\.5)\.$/\1|\2|\3/p' <<<"$vdetail")" \
+    "$(qn "$COORDINATOR" -v r="$vrepost" -c "SELECT site || '|' || id || '|' || to_char(shingle_similarity(body, :'r'), 'FM0.000')
+                                              FROM vstories WHERE site = $zh_site AND id = $zh_id")"
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TABLE vlookup_check AS SELECT 0 AS queries, 0 AS found, 0 AS mismatches, 0 AS dropped;
+DO $$
+DECLARE
+  query text;
+  sig bytea;
+  bands bigint[];
+  got text[];
+  want text[];
+  n int := 0;
+  nfound int := 0;
+  bad int := 0;
+  ndropped int := 0;
+  c int;
+BEGIN
+  FOR query IN SELECT q FROM mh_queries ORDER BY k LOOP
+    sig := minhash(query);
+    bands := minhash_bands(sig);
+    SELECT coalesce(array_agg(ROW((x.item).site, (x.item).id)::text || ':' || x.similarity ORDER BY (x.item).site, (x.item).id), '{}')
+    INTO got FROM simhash_near_duplicates(NULL::vstories, query) x;
+    SELECT coalesce(array_agg(ROW(s.site, s.id)::text || ':' || shingle_similarity(s.body, query) ORDER BY s.site, s.id), '{}') INTO want
+    FROM vstories s
+    WHERE minhash_similarity(s.body_minhash, sig) >= 0.3 AND shingle_similarity(s.body, query) >= 0.5
+      AND EXISTS (SELECT FROM unnest(s.body_lsh, bands) u(p, r) WHERE p = r);
+    n := n + 1;
+    nfound := nfound + cardinality(want);
+    IF got IS DISTINCT FROM want THEN
+      bad := bad + 1;
+      RAISE WARNING 'verified minhash lookup of %: got %, want %', query, got, want;
+    END IF;
+    -- Rows the estimate alone would have returned that the texts do not support.
+    SELECT count(*) INTO c FROM vstories s
+    WHERE minhash_similarity(s.body_minhash, sig) >= 0.5 AND shingle_similarity(s.body, query) < 0.5
+      AND EXISTS (SELECT FROM unnest(s.body_lsh, bands) u(p, r) WHERE p = r);
+    ndropped := ndropped + c;
+  END LOOP;
+  UPDATE vlookup_check SET queries = n, found = nfound, mismatches = bad, dropped = ndropped;
+END $$;
+SQL
+IFS='|' read -r vlookups vfound vmismatches vdropped < <(qn "$COORDINATOR" -c "SELECT queries, found, mismatches, dropped FROM vlookup_check")
+measure "verified minhash: lookups checked against the verified brute force" "$vlookups lookups, $vfound rows found, $vdropped estimated matches the texts do not support"
+((vfound > vlookups)) || fail "the verified lookups found too few rows ($vfound) to show anything"
+expect "verified minhash: simhash_near_duplicates(text) equals the verified brute force over all shards (rows, exact similarity)" "$vmismatches" 0
 
 echo "-- read paths checked as a SELECT would be: privileges and row-level security (issue 33)"
 # Copies of the articles, attached with SimHash (guarded) and with MinHash (guarded_mh). Roles made

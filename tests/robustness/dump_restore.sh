@@ -106,9 +106,9 @@ expect "restored: simhash_near_duplicates() on the partitioned table finds row 1
                  FROM dedup.simhash_near_duplicates(NULL::app.feed, (SELECT body FROM app.feed WHERE id = 10)) n")" 10
 
 # The MinHash attachment: its trigger and lookups.
-expect_contains "restored: a MinHash attachment rejects a repost with a header and footer" \
+expect_contains "restored: a MinHash attachment rejects a repost with a header and footer (verified: its exact similarity)" \
     "$(error_text dst "INSERT INTO app.reposts SELECT 90000, '【转载】' || body || '（来源：本地日报）' FROM app.reposts WHERE id = 10")" \
-    "Key (id)=(10) has estimated similarity"
+    "Key (id)=(10) has similarity"
 q dst -c "INSERT INTO app.reposts VALUES (90001, '恢复以后插入的另一段全新文字。Another new text after the restore.')"
 expect "restored: a new row gets its signature and band keys" \
     "$(q dst -c "SELECT body_minhash = dedup.minhash(body) AND body_lsh = dedup.minhash_bands(body_minhash) FROM app.reposts WHERE id = 90001")" t
