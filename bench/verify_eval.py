@@ -28,6 +28,7 @@ Per lookup at N rows = N x (unrelated pairs that pass / unrelated pairs).
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -37,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import minhash_eval as me  # noqa: E402
 import spread  # noqa: E402
+import zh_extra  # noqa: E402
 from corpus import one_line  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
@@ -45,7 +47,7 @@ RESULTS = os.path.join(HERE, "results")
 EXE = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "examples",
                    "verify_eval")
 SEED = 43
-EN_DOCS = int(os.environ.get("VERIFY_EN_DOCS", "8000"))
+EN_DOCS = int(os.environ.get("VERIFY_EN_DOCS", "20000"))
 SHORT_POP = int(os.environ.get("VERIFY_SHORT_POP", "30000"))
 THREADS = os.environ.get("VERIFY_THREADS", "2")
 SIM_TS = [0.1, 0.2, 0.3, 0.4, 0.5]
@@ -55,6 +57,31 @@ LONG_TIERS = me.LONG_TIERS
 SHORT_TIERS = me.SHORT_TIERS
 NEAR_LONG = ["format", "hf20-35", "reorder", "edit1", "edit3", "edit5", "traditional"]
 NEAR_SHORT = ["word1", "punct", "format", "traditional"]
+POPS = [("pop_long", "documents"), ("pop_short", "short texts"),
+        ("pop_long_x", "documents, enlarged"), ("pop_short_x", "short texts, enlarged")]
+
+
+def pops(R, lang):
+    return [(p, label) for p, label in POPS if p in R[lang]]
+
+
+def j5_alnum(a, b):
+    """5-gram Jaccard of the letters and digits alone (punctuation and symbols removed too)."""
+    def g(t):
+        t = "".join(ch for ch in t.lower() if ch.isalnum())
+        return {t[i:i + 5] for i in range(max(1, len(t) - 4))}
+    x, y = g(a), g(b)
+    return len(x & y) / max(1, len(x | y))
+
+
+def zh_sentences(c):
+    """The Chinese corpus's short texts: its paragraphs and their sentences of 20-199 characters."""
+    out = []
+    for p in c.paragraphs():
+        for x in [p] + [y.strip() for y in re.split(r"(?<=[。！？；])", p)]:
+            if 20 <= len(x) < 200 and spread.evalset_is_lang(x, "zh"):
+                out.append(x)
+    return sorted(set(out))
 
 
 def run(args, out=None):
@@ -180,8 +207,16 @@ def main():
         r = {"long": (lp, pair_rows(lp, f"long_{lang}", reuse)),
              "short": (sp, pair_rows(sp, f"short_{lang}", reuse))}
         print(f"{lang}: pairs done, {len(docs)} docs, {len(shorts)} shorts ({time.time() - t0:.0f}s)", flush=True)
-        for pop, texts in (("pop_long", docs), ("pop_short", shorts)):
+        todo = [("pop_long", docs), ("pop_short", shorts)]
+        if lang == "zh" and os.path.isdir(zh_extra.ROOT):
+            xd, xs = zh_extra.populations(SEED)
+            todo += [("pop_long_x", list(dict.fromkeys(docs + xd))),
+                     ("pop_short_x", list(dict.fromkeys(zh_sentences(c) + xs)))]
+        for pop, texts in todo:
             r[pop] = allpairs(texts, f"{pop}_{lang}", reuse)
+            P = r[pop]
+            P["alt"] = {(row[0], row[1]): j5_alnum(texts[row[0]], texts[row[1]]) for row in P["rows"]
+                        if row[2] <= 7 or row[3] or row[5] >= 0.1}
             print(f"{lang}: {pop} {r[pop]['pairs']:,} pairs, {r[pop]['unrelated']:,} unrelated, "
                   f"{len(r[pop]['rows'])} printed, {r[pop]['seconds']:.0f}s ({time.time() - t0:.0f}s)", flush=True)
         rng = random.Random(SEED + 1)
@@ -189,7 +224,7 @@ def main():
         r["time_short"] = timing(rng.sample(shorts, min(3000, len(shorts))), f"time_short_{lang}")
         # Cross-check the crate's 5-gram Jaccard against minhash_eval.py's j5 on printed pairs.
         chk = []
-        for pop in ("pop_long", "pop_short"):
+        for pop, _ in pops(R | {lang: r}, lang):
             P = r[pop]
             for row in random.Random(SEED + 2).sample(P["rows"], min(300, len(P["rows"]))):
                 chk.append(abs(me.j5(P["texts"][row[0]], P["texts"][row[1]]) - row[6]))
@@ -210,10 +245,13 @@ def recall(R, lang, which, pred):
     return {k: (sum(1 for i in idx if pred(*rows[i])) / len(idx), len(idx)) for k, idx in by.items()}
 
 
-def passes(P, method, t):
-    """Unrelated pairs matched by the sketch and with J >= t (t None: unverified)."""
+def passes(P, method, t, alt=False):
+    """Unrelated pairs matched by the sketch and with J >= t (t None: unverified); alt: only those
+    whose 5-gram Jaccard of letters and digits alone is also < 0.1."""
     n = 0
     for i, j, d, band, est, jv, j5 in P["rows"]:
+        if alt and P["alt"].get((i, j), 0.0) >= 0.1:
+            continue
         if method == "simhash":
             ok = d <= 7 and (t is None or jv >= t)
         elif method == "minhash":
@@ -340,7 +378,9 @@ def report(R):
     w("Per population: all pairs of the texts; unrelated = 5-gram Jaccard < 0.1. `sketch`: unrelated")
     w("pairs the sketch matches (SimHash distance ≤ 7; MinHash: shares a band — the candidates — and,")
     w("in brackets, shares a band with estimate ≥ 0.5, the unverified result); then how many of the")
-    w("sketch's matches reach J ≥ t.")
+    w("sketch's matches reach J ≥ t. In square brackets: those of them whose 5-gram Jaccard of the")
+    w("letters and digits alone (punctuation and symbols removed too) is also < 0.1 — the pairs that")
+    w("are unrelated even when quotes and format placeholders are not counted.")
     w("")
     w("| population | texts | pairs | unrelated | SimHash ≤ 7 | " +
       " | ".join(f"+ J ≥ {t}" for t in SIM_TS) + " | MinHash band (est ≥ 0.5) | " +
@@ -348,12 +388,14 @@ def report(R):
     w("| --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in SIM_TS) + " | ---: | " +
       " | ".join("---:" for _ in MIN_TS) + " |")
     for lang in ("zh", "en"):
-        for pop, label in (("pop_long", "documents"), ("pop_short", "short texts")):
+        for pop, label in pops(R, lang):
             P = R[lang][pop]
-            w(f"| {lang} {label} | {P['n']:,} | {P['pairs']:,} | {P['unrelated']:,} | {passes(P, 'simhash', None)} | " +
-              " | ".join(str(passes(P, 'simhash', t)) for t in SIM_TS) +
-              f" | {passes(P, 'band', None)} ({passes(P, 'minhash', None)}) | " +
-              " | ".join(str(passes(P, 'minhash', t)) for t in MIN_TS) + " |")
+            def c(m, t):
+                return f"{passes(P, m, t)} [{passes(P, m, t, True)}]"
+            w(f"| {lang} {label} | {P['n']:,} | {P['pairs']:,} | {P['unrelated']:,} | {c('simhash', None)} | " +
+              " | ".join(c('simhash', t) for t in SIM_TS) +
+              f" | {passes(P, 'band', None)} ({c('minhash', None)}) | " +
+              " | ".join(c('minhash', t) for t in MIN_TS) + " |")
     w("")
     w("### The tail of J among all unrelated pairs")
     w("")
@@ -363,7 +405,7 @@ def report(R):
     w("| population | unrelated | " + " | ".join(f"J ≥ {t}" for t in TAIL_TS) + " | largest J |")
     w("| --- | ---: | " + " | ".join("---:" for _ in TAIL_TS) + " | ---: |")
     for lang in ("zh", "en"):
-        for pop, label in (("pop_long", "documents"), ("pop_short", "short texts")):
+        for pop, label in pops(R, lang):
             P = R[lang][pop]
             top = max((r[5] for r in P["rows"]), default=0.0)
             h = P["hist"]["all"]
@@ -379,7 +421,7 @@ def report(R):
     w("| population | " + " | ".join(f"≤ {d}" for d in ds) + " |")
     w("| --- | " + " | ".join("---:" for _ in ds) + " |")
     for lang in ("zh", "en"):
-        for pop, label in (("pop_long", "documents"), ("pop_short", "short texts")):
+        for pop, label in pops(R, lang):
             P = R[lang][pop]
             w(f"| {lang} {label} | " + " | ".join(f"{sum(P['dist'][:d + 1]):,}" for d in ds) + " |")
     w("")
@@ -392,12 +434,12 @@ def report(R):
     w("of the range where at least 5 pairs are counted (0.005 steps), evaluated at t, × N: an")
     w("estimate of P(J ≥ t), which bounds P(sketch ∧ J ≥ t) from above (the sketch only removes pairs).")
     w("")
-    w("| population | config | counted | per lookup 1M | per lookup 10M | tail fit P(J ≥ t) | fit per lookup 10M |")
+    w("| population | config | counted [letters and digits] | per lookup 1M | per lookup 10M | tail fit P(J ≥ t) | fit per lookup 10M |")
     w("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     rowsets = [("SimHash k=7, unverified", "simhash", None)] + [(f"SimHash k=7, J ≥ {t}", "simhash", t) for t in SIM_TS] + \
               [("MinHash, est ≥ 0.5, unverified", "minhash", None)] + [(f"MinHash, exact J ≥ {t}", "minhash", t) for t in MIN_TS]
     for lang in ("zh", "en"):
-        for pop, label in (("pop_long", "documents"), ("pop_short", "short texts")):
+        for pop, label in pops(R, lang):
             P = R[lang][pop]
             U = P["unrelated"]
             f = fit(P)
@@ -412,12 +454,12 @@ def report(R):
                     fc, f10 = f"{p:.1e}", fmt_rate(1e7 * p)
                 else:
                     fc = f10 = "—"
-                w(f"| {lang} {label} | {name} | {n} | {c1} | {c10} | {fc} | {f10} |")
+                w(f"| {lang} {label} | {name} | {n} [{passes(P, method, t, True)}] | {c1} | {c10} | {fc} | {f10} |")
     w("")
     w("Tail fits (log10 P(J ≥ t) = a·t + b, over t in the range given):")
     w("")
     for lang in ("zh", "en"):
-        for pop, label in (("pop_long", "documents"), ("pop_short", "short texts")):
+        for pop, label in pops(R, lang):
             f = fit(R[lang][pop])
             w(f"- {lang} {label}: " + (f"a = {f[0]:.1f}, b = {f[1]:.2f}, t in {f[2][0]:.3f}–{f[2][1]:.3f}" if f else "—"))
     w("")
@@ -425,11 +467,12 @@ def report(R):
     w("Unrelated pairs matched by a sketch with the highest J (texts cut to 80 characters):")
     w("")
     for lang in ("zh", "en"):
-        for pop in ("pop_long", "pop_short"):
+        for pop, _ in pops(R, lang):
             P = R[lang][pop]
             ex = sorted((r for r in P["rows"] if r[2] <= 7 or r[3]), key=lambda r: -r[5])[:2]
             for i, j, d, band, est, jv, j5 in ex:
-                w(f"- {lang} {pop}: distance {d}, band {int(band)}, est {est:.2f}, J {jv:.3f}, J5 {j5:.3f}: "
+                w(f"- {lang} {pop}: distance {d}, band {int(band)}, est {est:.2f}, J {jv:.3f}, J5 {j5:.3f}, "
+                  f"J5 of letters and digits {P['alt'].get((i, j), 0.0):.3f}: "
                   f"{P['texts'][i][:80]!r} / {P['texts'][j][:80]!r}")
     w("")
     # ---- cost
@@ -454,7 +497,7 @@ def report(R):
     w("pairs: " + "; ".join(f"{lang} {R[lang]['j5_check'][0]} pairs, largest difference {R[lang]['j5_check'][1]:.2g}"
                               for lang in ("zh", "en")) + ". Run time of the all-pairs passes: " +
       ", ".join(f"{lang} {pop[4:]} {R[lang][pop]['seconds']:.0f} s" for lang in ("zh", "en")
-                for pop in ("pop_long", "pop_short")) + ".")
+                for pop, _ in pops(R, lang)) + ".")
     with open(os.path.join(RESULTS, "verify_accuracy.md"), "w") as f:
         f.write("\n".join(L) + "\n")
 
