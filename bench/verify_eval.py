@@ -163,7 +163,16 @@ def allpairs(texts, tag, reuse):
                               float(f[7])))
     P["texts"] = texts
     P["n"] = len(texts)
-    P["seconds"] = time.time() - t0
+    sec = os.path.join(DATA, f"{tag}.seconds")
+    if reuse and os.path.exists(sec):
+        with open(sec) as f:
+            P["seconds"] = float(f.read())
+    else:
+        P["seconds"] = time.time() - t0
+        with open(sec, "w") as f:
+            f.write(str(P["seconds"]))
+    P["sizes"] = [int(x) for x in run(["sizes", path]).split()]
+    assert len(P["sizes"]) == len(texts)
     return P
 
 
@@ -273,6 +282,31 @@ def tail(P, t, name="all"):
             return sum(1 for r in P["rows"] if r[5] >= t and r[3])
     h = P["hist"][name]
     return sum(h[b] for b in range(int(round(t * 200)), 201))
+
+
+def tail_alt(P, t):
+    """Unrelated pairs with J >= t whose 5-gram Jaccard of letters and digits is also < 0.1 (t >= 0.1)."""
+    return sum(1 for r in P["rows"] if r[5] >= t and P["alt"].get((r[0], r[1]), 0.0) < 0.1)
+
+
+def fit_alt(P):
+    """As fit, on the letters-and-digits label, over t >= 0.1 (the printed pairs)."""
+    U = P["unrelated"]
+    js = sorted((r[5] for r in P["rows"] if r[5] >= 0.1 and P["alt"].get((r[0], r[1]), 0.0) < 0.1), reverse=True)
+    pts = []
+    for b in range(20, 201):
+        s = sum(1 for x in js if x >= b / 200 - 1e-12)
+        if s >= 5:
+            pts.append((b / 200, math.log10(s / U)))
+    if len(pts) < 4:
+        return None
+    pts = pts[len(pts) // 2:]
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    return slope, my - slope * mx, (pts[0][0], pts[-1][0])
 
 
 def fit(P):
@@ -415,6 +449,17 @@ def report(R):
               " | ".join(f"{tail(P, t):,} ({tail(P, t, 'sim7')} / {tail(P, t, 'band')})" for t in TAIL_TS) +
               f" | {top:.3f} |")
     w("")
+    w("The same on the letters-and-digits label (5-gram Jaccard of letters and digits alone also < 0.1),")
+    w("counted from the printed pairs (t ≥ 0.1):")
+    w("")
+    alt_ts = [t for t in TAIL_TS if t >= 0.1]
+    w("| population | " + " | ".join(f"J ≥ {t}" for t in alt_ts) + " |")
+    w("| --- | " + " | ".join("---:" for _ in alt_ts) + " |")
+    for lang in ("zh", "en"):
+        for pop, label in pops(R, lang):
+            P = R[lang][pop]
+            w(f"| {lang} {label} | " + " | ".join(f"{tail_alt(P, t):,}" for t in alt_ts) + " |")
+    w("")
     w("SimHash distances of unrelated pairs (pairs at distance ≤ d):")
     w("")
     ds = [3, 5, 7, 9, 11, 13]
@@ -434,7 +479,9 @@ def report(R):
     w("of the range where at least 5 pairs are counted (0.005 steps), evaluated at t, × N: an")
     w("estimate of P(J ≥ t), which bounds P(sketch ∧ J ≥ t) from above (the sketch only removes pairs).")
     w("")
-    w("| population | config | counted [letters and digits] | per lookup 1M | per lookup 10M | tail fit P(J ≥ t) | fit per lookup 10M |")
+    w("`[letters and digits]`: the same on that label (count, and the tail fit per lookup at 10M).")
+    w("")
+    w("| population | config | counted [letters and digits] | per lookup 1M | per lookup 10M | tail fit P(J ≥ t) | fit per lookup 10M [letters and digits] |")
     w("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     rowsets = [("SimHash k=7, unverified", "simhash", None)] + [(f"SimHash k=7, J ≥ {t}", "simhash", t) for t in SIM_TS] + \
               [("MinHash, est ≥ 0.5, unverified", "minhash", None)] + [(f"MinHash, exact J ≥ {t}", "minhash", t) for t in MIN_TS]
@@ -443,6 +490,7 @@ def report(R):
             P = R[lang][pop]
             U = P["unrelated"]
             f = fit(P)
+            fa = fit_alt(P)
             for name, method, t in rowsets:
                 n = passes(P, method, t)
                 if n:
@@ -454,14 +502,35 @@ def report(R):
                     fc, f10 = f"{p:.1e}", fmt_rate(1e7 * p)
                 else:
                     fc = f10 = "—"
-                w(f"| {lang} {label} | {name} | {n} [{passes(P, method, t, True)}] | {c1} | {c10} | {fc} | {f10} |")
+                fa10 = fmt_rate(1e7 * 10 ** (fa[0] * t + fa[1])) if t is not None and fa else "—"
+                w(f"| {lang} {label} | {name} | {n} [{passes(P, method, t, True)}] | {c1} | {c10} | {fc} | {f10} [{fa10}] |")
     w("")
     w("Tail fits (log10 P(J ≥ t) = a·t + b, over t in the range given):")
     w("")
     for lang in ("zh", "en"):
         for pop, label in pops(R, lang):
             f = fit(R[lang][pop])
-            w(f"- {lang} {label}: " + (f"a = {f[0]:.1f}, b = {f[1]:.2f}, t in {f[2][0]:.3f}–{f[2][1]:.3f}" if f else "—"))
+            fa = fit_alt(R[lang][pop])
+            w(f"- {lang} {label}: " + (f"a = {f[0]:.1f}, b = {f[1]:.2f}, t in {f[2][0]:.3f}–{f[2][1]:.3f}" if f else "—") +
+              "; letters-and-digits label: " +
+              (f"a = {fa[0]:.1f}, b = {fa[1]:.2f}, t in {fa[2][0]:.3f}–{fa[2][1]:.3f}" if fa else "—"))
+    w("")
+    w("Every unrelated pair that a sketch matches and whose J ≥ 0.3 (the passes at t = 0.3), by the")
+    w("smaller shingle count of the two texts:")
+    w("")
+    w("| population | passes at J ≥ 0.3 (SimHash ≤ 7 or MinHash band) | smaller shingle count: 1–4 | 5–8 | 9–16 | 17+ | [letters and digits] 1–4 | 5–8 | 9–16 | 17+ |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for lang in ("zh", "en"):
+        for pop, label in pops(R, lang):
+            P = R[lang][pop]
+            got = [r for r in P["rows"] if r[5] >= 0.3 and (r[2] <= 7 or r[3])]
+
+            def bins(rs):
+                m = [min(P["sizes"][r[0]], P["sizes"][r[1]]) for r in rs]
+                return [sum(1 for x in m if a <= x <= b) for a, b in ((1, 4), (5, 8), (9, 16), (17, 10 ** 9))]
+            alt = [r for r in got if P["alt"].get((r[0], r[1]), 0.0) < 0.1]
+            w(f"| {lang} {label} | {len(got)} | " + " | ".join(map(str, bins(got))) + " | " +
+              " | ".join(map(str, bins(alt))) + " |")
     w("")
     # examples
     w("Unrelated pairs matched by a sketch with the highest J (texts cut to 80 characters):")
@@ -471,7 +540,8 @@ def report(R):
             P = R[lang][pop]
             ex = sorted((r for r in P["rows"] if r[2] <= 7 or r[3]), key=lambda r: -r[5])[:2]
             for i, j, d, band, est, jv, j5 in ex:
-                w(f"- {lang} {pop}: distance {d}, band {int(band)}, est {est:.2f}, J {jv:.3f}, J5 {j5:.3f}, "
+                w(f"- {lang} {pop}: distance {d}, band {int(band)}, est {est:.2f}, J {jv:.3f} "
+                  f"({P['sizes'][i]} and {P['sizes'][j]} shingles), J5 {j5:.3f}, "
                   f"J5 of letters and digits {P['alt'].get((i, j), 0.0):.3f}: "
                   f"{P['texts'][i][:80]!r} / {P['texts'][j][:80]!r}")
     w("")

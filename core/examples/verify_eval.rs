@@ -3,6 +3,7 @@
 //!
 //!     cargo run --release -p simhash_core --example verify_eval -- pairs PAIRS
 //!     cargo run --release -p simhash_core --example verify_eval -- allpairs TEXTS [--threads N]
+//!     cargo run --release -p simhash_core --example verify_eval -- sizes TEXTS
 //!     cargo run --release -p simhash_core --example verify_eval -- time TEXTS [--reps N]
 //!
 //! Every method at its defaults: SimHash `Options::default()` (fingerprint, Hamming distance);
@@ -24,6 +25,8 @@
 //! (shares a band), `band_est50` (shares a band and estimate ≥ 0.5); `DIST d count` (distance
 //! histogram of unrelated pairs); and every unrelated pair with distance ≤ 9, a shared band, an
 //! estimate ≥ 0.3 or J ≥ 0.1: `PAIR i j distance band estimate J J5`.
+//!
+//! `sizes`: per text of TEXTS, the number of distinct shingles (`Shingles::len`).
 //!
 //! `time`: per text, the time of `Shingles::of_text` and of one `jaccard` against the next text's set,
 //! next to `fingerprint` and `minhash`; prints `TIME name texts seconds_per_op` (best of --reps).
@@ -234,6 +237,11 @@ fn main() {
                 for l in &a.out {
                     println!("{l}");
                 }
+            }
+        }
+        "sizes" => {
+            for t in lines(&file) {
+                println!("{}", Shingles::of_text(&t, &vo).len());
             }
         }
         "time" => {
