@@ -215,6 +215,11 @@ def main():
         shorts = shorts[:SHORT_POP]
         r = {"long": (lp, pair_rows(lp, f"long_{lang}", reuse)),
              "short": (sp, pair_rows(sp, f"short_{lang}", reuse))}
+        # Shingle counts of the short pairs' texts (the smaller of each pair).
+        path = os.path.join(DATA, f"short_{lang}_texts.txt")
+        write(path, [x for _, a, b in sp for x in (a, b)])
+        sz = [int(x) for x in run(["sizes", path]).split()]
+        r["short_min"] = [min(sz[2 * i], sz[2 * i + 1]) for i in range(len(sp))]
         print(f"{lang}: pairs done, {len(docs)} docs, {len(shorts)} shorts ({time.time() - t0:.0f}s)", flush=True)
         todo = [("pop_long", docs), ("pop_short", shorts)]
         if lang == "zh" and os.path.isdir(zh_extra.ROOT):
@@ -544,6 +549,57 @@ def report(R):
                   f"({P['sizes'][i]} and {P['sizes'][j]} shingles), J5 {j5:.3f}, "
                   f"J5 of letters and digits {P['alt'].get((i, j), 0.0):.3f}: "
                   f"{P['texts'][i][:80]!r} / {P['texts'][j][:80]!r}")
+    w("")
+    # ---- a least shingle count
+    w("## Short texts: a least number of shingles")
+    w("")
+    w("If a pair counted only when the smaller of its two shingle sets holds at least m shingles (texts")
+    w("with fewer left unchecked, as `min_length` leaves short texts), at the chosen defaults (SimHash")
+    w("≤ 7 and J ≥ 0.4; MinHash band and exact J ≥ 0.5): recall of the short-text tiers, and the unrelated")
+    w("short-text pairs that pass (per lookup at 10M rows; `< x` when none is counted).")
+    w("")
+    ms = [1, 3, 5, 6, 8, 10]
+    for mname, pred, method, t in (("SimHash k=7, J ≥ 0.4", lambda d, jvs, jm, est, band: d <= 7 and jvs >= 0.4, "simhash", 0.4),
+                                   ("MinHash, exact J ≥ 0.5", lambda d, jvs, jm, est, band: band and jm >= 0.5, "minhash", 0.5)):
+        w(f"{mname}:")
+        w("")
+        w("| m | zh word1 | zh punct | zh format | zh traditional | en word1 | en punct | en format | zh unrelated passing (per lookup 10M) | en unrelated passing (per lookup 10M) |")
+        w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for m in ms:
+            cells = []
+            for lang in ("zh", "en"):
+                pairs, rows = R[lang]["short"]
+                mins = R[lang]["short_min"]
+                for x in SHORT_TIERS:
+                    idx = [i for i, (k, _, _) in enumerate(pairs) if k == x]
+                    if idx:
+                        cells.append(f"{sum(1 for i in idx if pred(*rows[i]) and mins[i] >= m) / len(idx):.3f}")
+            pc = []
+            for lang in ("zh", "en"):
+                pop = "pop_short_x" if "pop_short_x" in R[lang] else "pop_short"
+                P = R[lang][pop]
+                n = 0
+                for i, j, d, band, est, jv, j5 in P["rows"]:
+                    if min(P["sizes"][i], P["sizes"][j]) < m:
+                        continue
+                    ok = (d <= 7 if method == "simhash" else band) and jv >= t
+                    n += ok
+                U = P["unrelated"]
+                pc.append(f"{n} ({fmt_rate(1e7 * n / U)})" if n else f"0 (< {fmt_rate(3e7 / U)})")
+            w(f"| {m} | " + " | ".join(cells) + " | " + " | ".join(pc) + " |")
+        w("")
+    w("Share of short-text pairs whose smaller set has fewer than m shingles (all tiers), and of the")
+    w("population's texts:")
+    w("")
+    w("| m | zh pairs | en pairs | zh texts | en texts |")
+    w("| ---: | ---: | ---: | ---: | ---: |")
+    for m in ms[1:]:
+        cells = [f"{sum(1 for x in R[lang]['short_min'] if x < m) / len(R[lang]['short_min']):.3f}" for lang in ("zh", "en")]
+        for lang in ("zh", "en"):
+            pop = "pop_short_x" if "pop_short_x" in R[lang] else "pop_short"
+            sz = R[lang][pop]["sizes"]
+            cells.append(f"{sum(1 for x in sz if x < m) / len(sz):.3f}")
+        w(f"| {m} | " + " | ".join(cells) + " |")
     w("")
     # ---- cost
     w("## Cost of a verification")
