@@ -30,7 +30,7 @@ use crate::options::Options;
 
 /// The least verified similarity of a SimHash near-duplicate when an attachment or call names
 /// none: chosen by bench/verify_eval.py (docs/accuracy.md, "Verification").
-pub const DEFAULT_SIMHASH_THRESHOLD: f64 = 0.3;
+pub const DEFAULT_SIMHASH_THRESHOLD: f64 = 0.4;
 
 /// How far below the threshold a MinHash candidate's estimated similarity may be and its text still
 /// be read to verify it: 0.2 is 4.5 standard deviations of the estimate of 128 values at a true
