@@ -240,9 +240,8 @@ fn verified(
         .map(|(i, k)| (k.as_str(), i as u32))
         .collect();
     let rows: Vec<u32> = (0..keys.len() as u32).collect();
-    let mut fetch = |batch: &[u32], found: &mut dyn FnMut(u32, &str)| {
-        texts_by_key(client, table, &keys, batch, found)
-    };
+    let mut fetch =
+        |batch: &[u32], found: &mut dyn FnMut(u32, &str)| texts_by_key(client, table, &keys, batch, found);
     let sets = ShingleSets::read(keys.len(), &rows, verifier, &mut fetch, reporter);
     pairs
         .into_iter()

@@ -179,9 +179,11 @@ pub fn pairs(relid: pg_sys::Oid, asked: &Asked) -> Box<dyn Iterator<Item = Pair>
             let candidates = candidates(values, reporter);
             let sets = shingle_sets(client, table, &keys, &locators, &verifier, &candidates, reporter);
             let found = verified_pairs(candidates, sets, verifier.threshold, Reporter::new(reporter.what));
-            return Box::new(found.map(move |(a, b, d, s)| {
-                (keys[a as usize].clone(), keys[b as usize].clone(), d, Some(s))
-            })) as Box<dyn Iterator<Item = Pair>>;
+            return Box::new(
+                found.map(move |(a, b, d, s)| {
+                    (keys[a as usize].clone(), keys[b as usize].clone(), d, Some(s))
+                }),
+            ) as Box<dyn Iterator<Item = Pair>>;
         }
         let key = move |i: u32| keys[i as usize].clone();
         match values {

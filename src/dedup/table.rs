@@ -232,7 +232,10 @@ pub fn texts_by_key(
     );
     let index: std::collections::HashMap<&str, u32> =
         rows.iter().map(|&r| (keys[r as usize].as_str(), r)).collect();
-    let wanted: Vec<Vec<u8>> = rows.iter().map(|&r| keys[r as usize].as_bytes().to_vec()).collect();
+    let wanted: Vec<Vec<u8>> = rows
+        .iter()
+        .map(|&r| keys[r as usize].as_bytes().to_vec())
+        .collect();
     let batch = client
         .select(&query, None, &[wanted.into()])
         .unwrap_or_else(|e| panic!("reading the texts of candidates failed: {e:?}"));

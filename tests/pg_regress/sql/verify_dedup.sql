@@ -122,7 +122,7 @@ SELECT key, representative, cluster_size FROM simhash_clusters('mtexts') ORDER B
 CREATE TABLE many (id int PRIMARY KEY, body text);
 INSERT INTO many
 SELECT i, CASE WHEN i % 3 = 0 THEN reversed_words(t.body) ELSE replace(t.body, ' the ', ' the ' || (i % 5) || ' ') END
-FROM generate_series(1, 300) i JOIN texts t ON t.id = CASE WHEN i % 2 = 0 THEN 1 ELSE 4 END;
+FROM generate_series(1, 60) i JOIN texts t ON t.id = CASE WHEN i % 2 = 0 THEN 1 ELSE 4 END;
 SELECT simhash_attach('many', 'body', max_distance => 16);
 CREATE TEMP TABLE candidates AS
 SELECT p.key_a, p.key_b, jaccard(a.body, b.body) AS exact
