@@ -15,6 +15,9 @@ pub struct Table {
     pub partitioned: bool,
     /// A Citus table, whose rows are on its shards.
     pub distributed: bool,
+    /// The text column is of a text type (text, varchar, char or a domain over one): its texts can
+    /// be verified.
+    pub text_typed: bool,
 }
 
 impl Table {
@@ -27,7 +30,13 @@ impl Table {
             let att = crate::attachment::find(heap, text_column, namespace);
             // Its stored values are read as their method's type (42804 for a column retyped since).
             crate::method::common::verify_columns(heap, &att);
+            let tupdesc = (*heap).rd_att;
+            let text_typed = crate::catalog::attnum_of(tupdesc, &att.text_column).is_some_and(|n| {
+                let base = pg_sys::getBaseType(crate::catalog::attribute(tupdesc, n.into()).atttypid);
+                [pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID].contains(&base)
+            });
             let table = Table {
+                text_typed,
                 att,
                 key: RowKey::of(relid, partitioned),
                 qualified: crate::catalog::qualified_name(heap),
@@ -57,8 +66,21 @@ impl Asked<'_> {
         self.verify.unwrap_or(table.att.verify)
     }
 
-    /// The verifier of this call on `table`, when it verifies: its options and threshold.
+    /// The verifier of this call on `table`, when it verifies: its options and threshold. A text
+    /// column retyped since the attach to a type that is not text is an error (42804), as for the
+    /// trigger's verification.
     pub fn verifier(&self, table: &Table) -> Option<crate::check::verify::Verifier> {
+        if self.verifies(table) && !table.text_typed {
+            crate::attachment::ereport_now(crate::errors::EncodedError {
+                code: PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                message: format!(
+                    "column \"{}\" of table {} is not of a text type: its texts cannot be verified",
+                    table.att.text_column, table.qualified
+                ),
+                detail: None,
+                hint: None,
+            });
+        }
         crate::check::verify::Verifier::new(
             &table.att,
             crate::check::verify::Asked {
