@@ -10,13 +10,15 @@ use crate::text::ServerText;
 /// Every near-duplicate pair of an attached table within `max_distance` (default: the attached one),
 /// with the keys of both rows as text (`key_a` first in key order) and their distance; for a MinHash
 /// attachment, every pair that shares an LSH band with at least `threshold` (default: the attached
-/// one) estimated similarity, with the similarity.
+/// one) similarity, with the similarity. Verified (`verify`, default: as the attachment), only the
+/// pairs whose texts' exact similarity reaches `threshold` (for SimHash too), with that similarity.
 #[pg_extern(volatile, parallel_unsafe, name = "simhash_pairs")]
-fn pairs(
+fn dedup_pairs(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
     threshold: default!(Option<f64>, "NULL"),
+    verify: default!(Option<bool>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -27,20 +29,24 @@ fn pairs(
     ),
 > {
     TableIterator::new(
-        crate::dedup::pairs(required(table_name), &asked(max_distance, text_column, threshold))
-            .map(|(a, b, d, s)| (ServerText(a), ServerText(b), d, s)),
+        crate::dedup::pairs(
+            required(table_name),
+            &asked(max_distance, text_column, threshold, verify),
+        )
+        .map(|(a, b, d, s)| (ServerText(a), ServerText(b), d, s)),
     )
 }
 
 /// Every row of an attached table with the representative of its cluster (the cluster's first row
 /// in key order) and the cluster's size; rows without a fingerprint are clusters of their own.
-/// The clusters are the connected components of `simhash_pairs()`'s pairs.
+/// The clusters are the connected components of `simhash_pairs()`'s pairs (verified or not).
 #[pg_extern(volatile, parallel_unsafe, name = "simhash_clusters")]
-fn clusters(
+fn dedup_clusters(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<&str>, "NULL"),
     threshold: default!(Option<f64>, "NULL"),
+    verify: default!(Option<bool>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -49,8 +55,10 @@ fn clusters(
         name!(cluster_size, i64),
     ),
 > {
-    let (keys, representative) =
-        crate::dedup::clusters(required(table_name), &asked(max_distance, text_column, threshold));
+    let (keys, representative) = crate::dedup::clusters(
+        required(table_name),
+        &asked(max_distance, text_column, threshold, verify),
+    );
     cluster_table(keys, representative)
 }
 
@@ -68,11 +76,17 @@ fn required(table: Option<RegClass>) -> pg_sys::Oid {
 }
 
 /// What a call asked for.
-fn asked<'a>(max_distance: Option<i32>, text_column: Option<&'a str>, threshold: Option<f64>) -> Asked<'a> {
+fn asked<'a>(
+    max_distance: Option<i32>,
+    text_column: Option<&'a str>,
+    threshold: Option<f64>,
+    verify: Option<bool>,
+) -> Asked<'a> {
     Asked {
         max_distance,
         threshold,
         text_column,
+        verify,
     }
 }
 
@@ -98,9 +112,49 @@ fn cluster_table(
     }))
 }
 
-// The declarations of 0.4.0 and older name these symbols, with three arguments (and for pairs three
-// columns): they serve that SQL between installing this library and `ALTER EXTENSION ... UPDATE`
-// (docs/ARCHITECTURE.md §12.1), when only SimHash attachments exist.
+// The declarations of 0.5.0 to 0.10.0 name the symbols `pairs_wrapper` and `clusters_wrapper`, with
+// four arguments, and those of 0.4.0 and older `simhash_pairs_wrapper` and `simhash_clusters_wrapper`,
+// with three (and for pairs three columns): they serve that SQL between installing this library and
+// `ALTER EXTENSION ... UPDATE` (docs/ARCHITECTURE.md §12.1), verifying as the attachment does.
+
+/// The `simhash_pairs(regclass, int, text, float8)` of 0.5.0 to 0.10.0.
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn pairs(
+    table_name: Option<RegClass>,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+    threshold: default!(Option<f64>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(key_a, ServerText),
+        name!(key_b, ServerText),
+        name!(distance, Option<i32>),
+        name!(similarity, Option<f64>),
+    ),
+> {
+    dedup_pairs(table_name, max_distance, text_column, threshold, None)
+}
+
+/// The `simhash_clusters(regclass, int, text, float8)` of 0.5.0 to 0.10.0.
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn clusters(
+    table_name: Option<RegClass>,
+    max_distance: default!(Option<i32>, "NULL"),
+    text_column: default!(Option<&str>, "NULL"),
+    threshold: default!(Option<f64>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(key, ServerText),
+        name!(representative, ServerText),
+        name!(cluster_size, i64),
+    ),
+> {
+    dedup_clusters(table_name, max_distance, text_column, threshold, None)
+}
+
+// 0.4.0 and older, when only SimHash attachments existed.
 
 /// The `simhash_pairs(regclass, int, text)` of 0.4.0 and older.
 #[pg_extern(stable, parallel_unsafe, sql = false)]

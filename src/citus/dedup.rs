@@ -7,9 +7,11 @@ use pgrx::prelude::*;
 use pgrx::spi::SpiClient;
 
 use crate::attachment::RowKey;
+use crate::check::verify::Verifier;
 use crate::dedup::table::{
-    check_method_options, connect_with_safe_search_path, for_each_batch, utf8_key, Asked, Table,
+    check_method_options, connect_with_safe_search_path, for_each_batch, texts_by_key, utf8_key, Asked, Table,
 };
+use crate::dedup::verify::ShingleSets;
 use crate::progress::Reporter;
 
 /// `simhash.dedup_on_workers`: whether dedup of a Citus table pairs on its workers.
@@ -33,7 +35,8 @@ pub fn register_settings() {
 /// share.
 pub struct Distributed {
     pub keys: Vec<String>,
-    pub pairs: Vec<(String, String, i32)>,
+    /// The pairs, with their distance and, verified, the exact similarity of their texts.
+    pub pairs: Vec<(String, String, i32, Option<f64>)>,
 }
 
 /// The search on the workers of table `relid`, or None when it is not a hash-distributed table
@@ -61,7 +64,7 @@ pub fn distributed_search(
             return None;
         };
         let sim = table.att.simhash()?;
-        check_method_options(reporter.what, &table, asked.max_distance, asked.threshold);
+        check_method_options(reporter.what, &table, asked);
         let k = crate::attachment::check_max_distance(asked.max_distance.unwrap_or(sim.max_distance));
         let buckets = create_buckets(client, relid, reporter.what)?;
         reporter.report(|| "filing every row under its buckets on the workers".into());
@@ -69,6 +72,10 @@ pub fn distributed_search(
         reporter.report(|| "pairing each bucket on its worker".into());
         let pairs = worker_pairs(client, &buckets, columns, k, reporter);
         run(client, &format!("DROP TABLE {buckets}"), reporter.what);
+        let pairs = match asked.verifier(&table) {
+            Some(verifier) => verified(client, &table, &verifier, pairs, reporter),
+            None => pairs.into_iter().map(|(a, b, d)| (a, b, d, None)).collect(),
+        };
         let keys = if with_keys {
             all_keys(client, &table)
         } else {
@@ -210,4 +217,37 @@ fn all_keys(client: &mut SpiClient<'_>, table: &Table) -> Vec<String> {
         keys.extend(batch.map(|row| utf8(&row, 1)))
     });
     keys
+}
+
+/// The pairs whose texts' exact similarity reaches the verifier's threshold, with it: the texts of
+/// the rows in a pair are read from their shards by key, in batches, each row's once.
+fn verified(
+    client: &SpiClient<'_>,
+    table: &Table,
+    verifier: &Verifier,
+    pairs: Vec<(String, String, i32)>,
+    reporter: &mut Reporter,
+) -> Vec<(String, String, i32, Option<f64>)> {
+    let mut keys: Vec<String> = pairs
+        .iter()
+        .flat_map(|(a, b, _)| [a.clone(), b.clone()])
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let index: std::collections::HashMap<&str, u32> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i as u32))
+        .collect();
+    let rows: Vec<u32> = (0..keys.len() as u32).collect();
+    let mut fetch =
+        |batch: &[u32], found: &mut dyn FnMut(u32, &str)| texts_by_key(client, table, &keys, batch, found);
+    let sets = ShingleSets::read(keys.len(), &rows, verifier, &mut fetch, reporter);
+    pairs
+        .into_iter()
+        .filter_map(|(a, b, d)| {
+            let s = sets.similarity(index[a.as_str()], index[b.as_str()]);
+            verifier.reaches(s).then_some((a, b, d, Some(s)))
+        })
+        .collect()
 }

@@ -145,13 +145,13 @@ CREATE TEMP TABLE want AS
   FROM fps a JOIN fps b ON (a.site, a.id) < (b.site, b.id) AND hamming(a.fp, b.fp) <= 7;
 CREATE TABLE pairs_check AS
   SELECT (SELECT count(*) FROM want) AS want,
-         (SELECT count(*) FROM (SELECT * FROM simhash_pairs('articles') EXCEPT SELECT * FROM want) x) AS extra,
-         (SELECT count(*) FROM (SELECT * FROM want EXCEPT SELECT * FROM simhash_pairs('articles')) x) AS missed;
+         (SELECT count(*) FROM (SELECT * FROM simhash_pairs('articles', verify => false) EXCEPT SELECT * FROM want) x) AS extra,
+         (SELECT count(*) FROM (SELECT * FROM want EXCEPT SELECT * FROM simhash_pairs('articles', verify => false)) x) AS missed;
 SQL
 IFS='|' read -r want extra missed < <(qn "$COORDINATOR" -c "SELECT want, extra, missed FROM pairs_check")
 measure "pairs within distance 7 (brute force over all shards)" "$want"
 ((want > 50)) || fail "too few pairs ($want) to show anything"
-expect "simhash_pairs equals brute force: none extra, none missed" "$extra|$missed" "0|0"
+expect "simhash_pairs (verify => false) equals brute force: none extra, none missed" "$extra|$missed" "0|0"
 expect "simhash_clusters: every row once, each pair in one cluster" \
     "$(qn "$COORDINATOR" -c "CREATE TEMP TABLE c AS SELECT * FROM simhash_clusters('articles')" \
         -c "SELECT (SELECT count(*) FROM c) || '|' || (SELECT count(DISTINCT key) FROM c) || '|' ||
@@ -182,6 +182,44 @@ SQL
         qn "$COORDINATOR" -c "SELECT (pairs > 0 OR $k = 0) || '|' || extra || '|' || missed || '|' || clusters FROM dedup_check_$k")" \
         "true|0|0|0"
 done
+# Verified (new attachments verify): the candidates, found on the workers or on the coordinator, are
+# verified against their texts, read by key from the shards; the pairs, distances, exact similarities
+# and clusters are one node's: those of a local copy of the table with the same attachment.
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TABLE articles_local AS SELECT site, id, body FROM articles;
+ALTER TABLE articles_local ADD PRIMARY KEY (site, id);
+SELECT simhash_attach('articles_local', 'body');
+SQL
+for k in 7 12; do
+    qn "$COORDINATOR" >/dev/null <<SQL
+CREATE TEMP TABLE w_pairs AS SELECT * FROM simhash_pairs('articles', max_distance => $k);
+CREATE TEMP TABLE w_clusters AS SELECT * FROM simhash_clusters('articles', max_distance => $k);
+CREATE TEMP TABLE l_pairs AS SELECT * FROM simhash_pairs('articles_local', max_distance => $k);
+CREATE TEMP TABLE l_clusters AS SELECT * FROM simhash_clusters('articles_local', max_distance => $k);
+SET simhash.dedup_on_workers = off;
+CREATE TEMP TABLE c_pairs AS SELECT * FROM simhash_pairs('articles', max_distance => $k);
+CREATE TEMP TABLE c_clusters AS SELECT * FROM simhash_clusters('articles', max_distance => $k);
+CREATE TABLE verify_check_$k AS SELECT (SELECT count(*) FROM l_pairs) AS pairs,
+  (SELECT count(*) FROM simhash_pairs('articles', max_distance => $k, verify => false)) AS candidates,
+  (SELECT count(*) FROM l_pairs WHERE similarity IS NULL OR similarity < 0.3) AS below,
+  (SELECT count(*) FROM (SELECT * FROM w_pairs EXCEPT ALL SELECT * FROM l_pairs) x)
+  + (SELECT count(*) FROM (SELECT * FROM l_pairs EXCEPT ALL SELECT * FROM w_pairs) x) AS workers,
+  (SELECT count(*) FROM (SELECT * FROM c_pairs EXCEPT ALL SELECT * FROM l_pairs) x)
+  + (SELECT count(*) FROM (SELECT * FROM l_pairs EXCEPT ALL SELECT * FROM c_pairs) x) AS coordinator,
+  (SELECT count(*) FROM (SELECT * FROM w_clusters EXCEPT SELECT * FROM l_clusters) x)
+  + (SELECT count(*) FROM (SELECT * FROM l_clusters EXCEPT SELECT * FROM w_clusters) x)
+  + (SELECT count(*) FROM (SELECT * FROM c_clusters EXCEPT SELECT * FROM l_clusters) x)
+  + (SELECT count(*) FROM (SELECT * FROM l_clusters EXCEPT SELECT * FROM c_clusters) x) AS clusters;
+SQL
+    IFS='|' read -r vpairs vcandidates vbelow vworkers vcoordinator vclusters < <(
+        qn "$COORDINATOR" -c "SELECT pairs, candidates, below, workers, coordinator, clusters FROM verify_check_$k")
+    measure "verified pairs of candidates at max_distance $k" "$vpairs of $vcandidates"
+    ((vpairs > 0 && vpairs <= vcandidates)) || fail "verified at $k: $vpairs pairs of $vcandidates candidates"
+    expect "verified at max_distance $k: pairs (with their exact similarity) and clusters on the workers and on the coordinator equal one node's (below 0.3, workers, coordinator, clusters differing)" \
+        "$vbelow|$vworkers|$vcoordinator|$vclusters" "0|0|0|0"
+done
+expect "verification removes candidates at max_distance 12" \
+    "$(qn "$COORDINATOR" -c "SELECT candidates > pairs FROM verify_check_12")" t
 expect "the workers' bucket table is gone afterwards" \
     "$(qn "$COORDINATOR" -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'simhash\_pairs\_%'")" 0
 qn "$COORDINATOR" -c "CREATE ROLE pairs_reader LOGIN" -c "GRANT SELECT ON articles TO pairs_reader" \
@@ -726,7 +764,7 @@ CREATE TEMP TABLE want AS
   SELECT a.ord AS a, b.ord AS b, a.key AS key_a, b.key AS key_b, minhash_similarity(a.sig, b.sig) AS similarity
   FROM sigs a JOIN sigs b ON a.ord < b.ord
   WHERE minhash_similarity(a.sig, b.sig) >= 0.5 AND EXISTS (SELECT FROM unnest(a.lsh, b.lsh) u(p, r) WHERE p = r);
-CREATE TEMP TABLE got AS SELECT * FROM simhash_pairs('stories');
+CREATE TEMP TABLE got AS SELECT * FROM simhash_pairs('stories', verify => false);
 CREATE TABLE mh_pairs_check AS
   SELECT (SELECT count(*) FROM want) AS want,
          (SELECT count(*) FILTER (WHERE similarity < 0.6) FROM want) AS near,
@@ -749,7 +787,7 @@ END $$;
 CREATE TEMP TABLE components AS
   SELECT s.key, r.key AS representative, count(*) OVER (PARTITION BY l.label) AS cluster_size
   FROM labels l JOIN sigs s ON s.ord = l.ord JOIN sigs r ON r.ord = l.label;
-CREATE TEMP TABLE clusters AS SELECT * FROM simhash_clusters('stories');
+CREATE TEMP TABLE clusters AS SELECT * FROM simhash_clusters('stories', verify => false);
 CREATE TABLE mh_clusters_check AS
   SELECT (SELECT count(*) FROM clusters) AS rows, (SELECT count(DISTINCT key) FROM clusters) AS keys,
          (SELECT count(DISTINCT representative) FROM components) AS components,
@@ -765,6 +803,27 @@ measure "minhash: clusters by brute force (rows in the largest)" "$components ($
 ((largest > 2)) || fail "the clusters are too small ($largest) to show anything"
 expect "minhash: simhash_clusters equals the components of the brute force's pairs, every row once" \
     "$crows|$ckeys|$differ" "$(qn "$COORDINATOR" -c "SELECT count(*) FROM stories")|$(qn "$COORDINATOR" -c "SELECT count(*) FROM stories")|0"
+
+# Verified (on the coordinator, where MinHash's candidates are): the texts of the candidates read by
+# key from the shards; the same pairs, exact similarities and clusters as a local copy's.
+qn "$COORDINATOR" >/dev/null <<'SQL'
+CREATE TABLE stories_local AS SELECT site, id, body FROM stories;
+ALTER TABLE stories_local ADD PRIMARY KEY (site, id);
+SELECT simhash_attach('stories_local', 'body', method => 'minhash');
+CREATE TABLE mh_verify_check AS
+  SELECT (SELECT count(*) FROM simhash_pairs('stories_local')) AS pairs,
+         (SELECT count(*) FROM simhash_pairs('stories_local') WHERE similarity < 0.5 OR distance IS NOT NULL) AS wrong,
+         (SELECT count(*) FROM (SELECT * FROM simhash_pairs('stories') EXCEPT ALL SELECT * FROM simhash_pairs('stories_local')) x)
+         + (SELECT count(*) FROM (SELECT * FROM simhash_pairs('stories_local') EXCEPT ALL SELECT * FROM simhash_pairs('stories')) x) AS pairs_differ,
+         (SELECT count(*) FROM (SELECT * FROM simhash_clusters('stories') EXCEPT SELECT * FROM simhash_clusters('stories_local')) x)
+         + (SELECT count(*) FROM (SELECT * FROM simhash_clusters('stories_local') EXCEPT SELECT * FROM simhash_clusters('stories')) x) AS clusters_differ;
+DROP TABLE stories_local;
+SQL
+IFS='|' read -r mpairs mwrong mpdiffer mcdiffer < <(qn "$COORDINATOR" -c "SELECT pairs, wrong, pairs_differ, clusters_differ FROM mh_verify_check")
+measure "minhash: verified pairs (one node)" "$mpairs"
+((mpairs > 100)) || fail "minhash: too few verified pairs ($mpairs) to show anything"
+expect "minhash: verified pairs and clusters of the distributed table equal one node's (below 0.5 or with a distance, pairs, clusters differing)" \
+    "$mwrong|$mpdiffer|$mcdiffer" "0|0|0"
 
 qn "$COORDINATOR" -c "SELECT simhash_detach('stories')" >/dev/null
 expect "minhash: simhash_detach removes the columns, the GIN index and the trigger from every shard" \

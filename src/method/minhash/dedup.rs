@@ -69,6 +69,33 @@ impl Signed {
             .collect()
     }
 
+    /// The candidates of a verified dedup (`crate::dedup::verify`), as row numbers: the rows of
+    /// each group of identical signatures, whether the pairs inside a group match, and the pairs of
+    /// groups that share a band with at least the threshold (here the least estimate whose texts
+    /// are read).
+    #[allow(clippy::type_complexity)]
+    pub fn candidates(&self, reporter: &mut Reporter) -> (Vec<Vec<u32>>, bool, Vec<(u32, u32)>) {
+        let sigs = self.sigs();
+        let keys = self.band_keys(&sigs);
+        let mut tick = minhash_progress(self, reporter);
+        let groups = minhash_pairs::group_identical(&sigs);
+        let mut pairs = Vec::new();
+        minhash_pairs::for_each_group_match(
+            &sigs,
+            &keys,
+            &self.lsh,
+            self.threshold,
+            &groups,
+            &mut tick,
+            &mut |g, h, _| pairs.push((g, h)),
+        );
+        let rows = (0..groups.len() as u32)
+            .map(|g| groups.members(g).iter().map(|&i| self.rows[i as usize]).collect())
+            .collect();
+        let identical = minhash_pairs::identical_rows_match(&self.lsh, self.threshold);
+        (rows, identical, pairs)
+    }
+
     /// The representative of each signed row's cluster, as row numbers.
     fn signed_clusters(&self, reporter: &mut Reporter) -> Vec<(u32, u32)> {
         let sigs = self.sigs();

@@ -108,6 +108,25 @@ impl Fingerprints {
         identical.chain(near)
     }
 
+    /// The candidates of a verified dedup (`crate::dedup::verify`): the rows of each group of
+    /// identical fingerprints (all within distance 0 of each other), and the pairs of groups within
+    /// `max_distance`, with their distance.
+    #[allow(clippy::type_complexity)]
+    pub fn candidates(self, reporter: &mut Reporter) -> (Vec<Vec<u32>>, Vec<(u32, u32, u32)>) {
+        let groups = self.groups();
+        let pairs = if self.max_distance == 0 {
+            Vec::new()
+        } else {
+            near_pairs(
+                &groups.distinct,
+                self.max_distance,
+                self.nbands,
+                &mut self.progress(&groups, reporter),
+            )
+        };
+        (groups.rows_of_group, pairs)
+    }
+
     /// The representative of every row's cluster (rows without a fingerprint are their own).
     pub fn clusters(self, reporter: &mut Reporter) -> Vec<u32> {
         let groups = self.groups();

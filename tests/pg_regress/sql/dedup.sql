@@ -22,7 +22,8 @@ SELECT simhash_attach('crawl', 'body', max_distance => 3);
 SELECT count(*) AS rows, count(body_simhash) AS fingerprinted FROM crawl;
 
 -- Pairs equal the brute-force scan exactly.
-CREATE TEMP TABLE pairs AS SELECT key_a, key_b, distance FROM simhash_pairs('crawl');
+-- The search itself (verify => false): every candidate, unverified.
+CREATE TEMP TABLE pairs AS SELECT key_a, key_b, distance FROM simhash_pairs('crawl', verify => false);
 CREATE TEMP TABLE brute AS
 SELECT a.id::text AS key_a, b.id::text AS key_b, hamming(a.body_simhash, b.body_simhash) AS distance
 FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 3;
@@ -32,23 +33,30 @@ SELECT (SELECT count(*) FROM pairs) AS pairs, (SELECT count(*) FROM brute) AS br
        (SELECT count(*) FROM (SELECT key_a, key_b FROM pairs GROUP BY 1, 2 HAVING count(*) > 1) x) AS repeated;
 SELECT distance, count(*) FROM pairs GROUP BY distance ORDER BY distance;
 -- Another distance, and exact duplicates only.
-SELECT (SELECT count(*) FROM simhash_pairs('crawl', max_distance => 6))
+SELECT (SELECT count(*) FROM simhash_pairs('crawl', max_distance => 6, verify => false))
      = (SELECT count(*) FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 6)
        AS distance_6_exact,
-       (SELECT count(*) FROM (SELECT key_a, key_b, distance FROM simhash_pairs('crawl', max_distance => 8)
+       (SELECT count(*) FROM (SELECT key_a, key_b, distance FROM simhash_pairs('crawl', max_distance => 8, verify => false)
                               EXCEPT SELECT a.id::text, b.id::text, hamming(a.body_simhash, b.body_simhash)
                                      FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 8) x)
      + (SELECT count(*) FROM (SELECT a.id::text, b.id::text, hamming(a.body_simhash, b.body_simhash)
                               FROM crawl a JOIN crawl b ON a.id < b.id AND hamming(a.body_simhash, b.body_simhash) <= 8
-                              EXCEPT SELECT key_a, key_b, distance FROM simhash_pairs('crawl', max_distance => 8)) x)
+                              EXCEPT SELECT key_a, key_b, distance FROM simhash_pairs('crawl', max_distance => 8, verify => false)) x)
        AS distance_8_differences,
-       (SELECT count(*) FROM simhash_pairs('crawl', 0))
+       (SELECT count(*) FROM simhash_pairs('crawl', 0, verify => false))
      = (SELECT count(*) FROM crawl a JOIN crawl b ON a.id < b.id AND a.body_simhash = b.body_simhash)
        AS distance_0_exact;
+-- Verified (the attachment's default): the candidates whose texts' exact similarity reaches 0.3.
+SELECT (SELECT count(*) FROM simhash_pairs('crawl', max_distance => 8, verify => false)) AS candidates,
+       (SELECT count(*) FROM simhash_pairs('crawl', max_distance => 8)) AS verified,
+       (SELECT count(*) FROM (SELECT key_a, key_b, distance FROM simhash_pairs('crawl', max_distance => 8)
+                              EXCEPT SELECT key_a, key_b, distance
+                                     FROM simhash_pairs('crawl', max_distance => 8, verify => false)) x) AS not_candidates,
+       (SELECT min(similarity) >= 0.3 AND max(similarity) <= 1 FROM simhash_pairs('crawl', max_distance => 8)) AS reach;
 
 -- Clusters equal the connected components of the pairs (label propagation here), and each cluster's
 -- representative is its smallest key.
-CREATE TEMP TABLE clusters AS SELECT * FROM simhash_clusters('crawl');
+CREATE TEMP TABLE clusters AS SELECT * FROM simhash_clusters('crawl', verify => false);
 CREATE TEMP TABLE label AS SELECT id, id AS label FROM crawl;
 DO $$
 DECLARE changed bigint;
