@@ -184,10 +184,9 @@ fn main() {
                         };
                         let b = ((jv * BUCKETS as f64).floor() as usize).min(BUCKETS);
                         let (band, est) = match (&keys[i], &keys[j], &sigs[i], &sigs[j]) {
-                            (Some(x), Some(y), Some(s), Some(t)) => (
-                                x.iter().zip(y).any(|(p, q)| p == q),
-                                similarity(s, t).unwrap(),
-                            ),
+                            (Some(x), Some(y), Some(s), Some(t)) => {
+                                (x.iter().zip(y).any(|(p, q)| p == q), similarity(s, t).unwrap())
+                            }
                             _ => (false, -1.0),
                         };
                         a.hist[0][b] += 1;
