@@ -1,9 +1,10 @@
 -- simhash_ext 0.10.0 -> 0.11.0 (issue 43, docs/ARCHITECTURE.md section 8.11): candidates verified against
 -- their texts. An attachment records whether it verifies (a trigger argument; attachments made before keep
--- theirs: they do not verify until attached again); simhash_attach() and simhash_attach_concurrently() take
--- verify (new attachments verify by default), the lookup by text and the dedup functions take verify per
--- call, and the attachment record (simhash_attachments()) shows it. The verification itself is in the
--- library.
+-- theirs: they do not verify until simhash_set_verify(), new here, says so); simhash_attach() and
+-- simhash_attach_concurrently() take verify (new attachments verify by default), the lookup by text and the
+-- dedup functions take verify per call, the attachment record (simhash_attachments()) shows it, and an
+-- attachment that verifies gets no statement-end check trigger (create_triggers). shingle_similarity() is
+-- the exact similarity verification compares with the threshold. The verification itself is in the library.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.11.0'" to load this file. \quit
 
 -- sql/src/attachment.sql: the attachment record shows whether it verifies
@@ -217,3 +218,143 @@ LANGUAGE c STABLE ROWS 10 COST 100
 AS 'MODULE_PATHNAME', 'simhash_near_duplicates_text';
 COMMENT ON FUNCTION simhash_near_duplicates(anyelement, text, int, name, float8, boolean) IS
   'Rows of an attached table near a text (fingerprinted with the table''s options): within max_distance (SimHash), nearest first, or sharing an LSH band (MinHash), most similar first; verified (verify, by default as the attachment), only rows whose exact similarity with the text reaches the threshold';
+
+-- sql/src/attach.sql: an attachment that verifies has no statement-end check trigger
+CREATE OR REPLACE FUNCTION simhash_internal.create_triggers(table_name regclass, args bytea, kind "char", dist_method "char")
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  d record;
+  names record;
+  arg_list text := (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a);
+  unsafe_triggers text;
+BEGIN
+  -- The triggers of the attachment that trigger arguments args record, on table_name of relkind
+  -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
+  -- simhash_trigger() before each row write, and in 'error' mode on an ordinary table (no scope,
+  -- registry, Citus, MinHash or verification) simhash_check_trigger(), which checks an INSERT's rows
+  -- once per statement (src/write/deferred.rs).
+  SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
+  IF dist_method IS NOT NULL THEN
+    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
+    -- this trigger reads nothing but its own shard.
+    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
+  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                 names.trigger_name, table_name, arg_list);
+  IF d.on_duplicate = 'error' AND kind = 'r' AND dist_method IS NULL AND d.scope_column IS NULL AND NOT d.registry
+     AND d.method <> 'minhash' AND NOT d.verify THEN
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                   names.check_trigger_name, table_name, arg_list);
+  END IF;
+  IF dist_method IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.create_triggers(regclass, bytea, "char", "char") IS
+  'Creates the triggers of an attachment (simhash_trigger(), and simhash_check_trigger() where it applies)';
+
+-- src/api/internal.rs, sql/src/attach.sql: simhash_set_verify
+CREATE  FUNCTION simhash_internal."reencode_attachment"(
+	"tgargs" bytea, /* & [u8] */
+	"verify" bool, /* Option < bool > */
+	"threshold" double precision /* Option < f64 > */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'reencode_wrapper';
+
+CREATE FUNCTION simhash_set_verify(table_name regclass, verify boolean, threshold float8 DEFAULT NULL,
+                                   text_column name DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  names record;
+  args bytea;
+  dist_method "char" := (SELECT d.method FROM simhash_internal.distribution(att.table_name) d);
+BEGIN
+  -- Whether an attachment verifies its candidates against their texts (docs/ARCHITECTURE.md
+  -- section 8.11), and its threshold: recorded in its trigger's arguments, so the triggers are made
+  -- again with the new ones, in this transaction (nothing else of the attachment changes).
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
+                                        AND t.tgparentid <> 0) THEN
+    RAISE EXCEPTION 'simhash_set_verify: "%" is a partition of attached table "%"', table_name, pg_partition_root(table_name)
+      USING ERRCODE = '42809', HINT = format('Name %s: its partitions follow.', pg_partition_root(table_name));
+  END IF;
+  IF att.state = 'attaching' THEN
+    RAISE EXCEPTION 'column "%" of "%" is still being attached', att.text_column, att.table_name
+      USING ERRCODE = '55000', HINT = 'Let simhash_attach_concurrently() finish first.';
+  END IF;
+  SELECT t.tgargs INTO STRICT args FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name;
+  args := simhash_internal.reencode_attachment(args, verify, threshold);
+  SELECT * INTO names FROM simhash_internal.object_names(att.table_name, att.text_column);
+  IF dist_method IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
+  -- On a partitioned table the clones of the trigger go with it, and come back with the new one.
+  EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = names.check_trigger_name) THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', names.check_trigger_name, att.table_name);
+  END IF;
+  PERFORM simhash_internal.create_triggers(att.table_name::regclass, args::bytea,
+                                           (SELECT c.relkind FROM pg_class c WHERE c.oid = att.table_name)::"char",
+                                           dist_method::"char");
+END
+$$;
+COMMENT ON FUNCTION simhash_set_verify(regclass, boolean, float8, name) IS
+  'Makes an attached column verify its candidates against their texts (or not), with a threshold: what an attachment made before 0.11.0 needs to verify its writes';
+
+-- src/api/minhash.rs: the exact similarity verification compares with the threshold
+CREATE  FUNCTION "shingle_similarity"(
+	"a" text, /* Text */
+	"b" text, /* Text */
+	"tokenizer" text DEFAULT 'word', /* Text */
+	"shingle" INT DEFAULT 0, /* i32 */
+	"stopwords" bool DEFAULT false, /* bool */
+	"fold" text DEFAULT 'auto' /* Text */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'shingle_similarity_wrapper';
+
+-- src/api/dedup.rs: simhash_pairs and simhash_clusters take verify
+DROP FUNCTION simhash_pairs(regclass, int, text, double precision);
+CREATE  FUNCTION "simhash_pairs"(
+	"table_name" regclass, /* Option < RegClass > */
+	"max_distance" INT DEFAULT NULL, /* Option < i32 > */
+	"text_column" TEXT DEFAULT NULL, /* Option < & str > */
+	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
+	"verify" bool DEFAULT NULL /* Option < bool > */
+) RETURNS TABLE (
+	"key_a" TEXT,  /* ServerText */
+	"key_b" TEXT,  /* ServerText */
+	"distance" INT,  /* Option < i32 > */
+	"similarity" double precision  /* Option < f64 > */
+)
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'dedup_pairs_wrapper';
+
+DROP FUNCTION simhash_clusters(regclass, int, text, double precision);
+CREATE  FUNCTION "simhash_clusters"(
+	"table_name" regclass, /* Option < RegClass > */
+	"max_distance" INT DEFAULT NULL, /* Option < i32 > */
+	"text_column" TEXT DEFAULT NULL, /* Option < & str > */
+	"threshold" double precision DEFAULT NULL, /* Option < f64 > */
+	"verify" bool DEFAULT NULL /* Option < bool > */
+) RETURNS TABLE (
+	"key" TEXT,  /* ServerText */
+	"representative" TEXT,  /* ServerText */
+	"cluster_size" bigint  /* i64 */
+)
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'dedup_clusters_wrapper';
