@@ -11,7 +11,7 @@ use crate::check::verify::Verifier;
 use crate::dedup::table::{
     check_method_options, connect_with_safe_search_path, for_each_batch, texts_by_key, utf8_key, Asked, Table,
 };
-use crate::dedup::verify::ShingleSets;
+use crate::dedup::verify::{ShingleSets, KEY_BATCH};
 use crate::progress::Reporter;
 
 /// `simhash.dedup_on_workers`: whether dedup of a Citus table pairs on its workers.
@@ -242,7 +242,7 @@ fn verified(
     let rows: Vec<u32> = (0..keys.len() as u32).collect();
     let mut fetch =
         |batch: &[u32], found: &mut dyn FnMut(u32, &str)| texts_by_key(client, table, &keys, batch, found);
-    let sets = ShingleSets::read(keys.len(), &rows, verifier, &mut fetch, reporter);
+    let sets = ShingleSets::read(keys.len(), &rows, verifier, KEY_BATCH, &mut fetch, reporter);
     pairs
         .into_iter()
         .filter_map(|(a, b, d)| {

@@ -132,7 +132,12 @@ fn shingle_sets(
             table::texts_by_ctid(client, table, locators, batch, found)
         }
     };
-    ShingleSets::read(keys.len(), &rows, verifier, &mut fetch, reporter)
+    let batch = if table.distributed {
+        verify::KEY_BATCH
+    } else {
+        verify::TEXT_BATCH
+    };
+    ShingleSets::read(keys.len(), &rows, verifier, batch, &mut fetch, reporter)
 }
 
 /// The candidates of the method's search over `values`.

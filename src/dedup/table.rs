@@ -97,6 +97,17 @@ pub fn utf8_key(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
 }
 
+/// Raises the error of a failed read of dedup's statements (XX000; PostgreSQL raises its own errors
+/// itself, so this is what pgrx reports otherwise).
+pub fn read_failed(what: &str, e: pgrx::spi::SpiError) -> ! {
+    crate::errors::raise(crate::errors::EncodedError {
+        code: PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+        message: format!("simhash_ext: reading {what} failed: {e}"),
+        detail: None,
+        hint: None,
+    })
+}
+
 /// Runs `query` through a cursor, handing `on_batch` each batch of up to 10,000 rows: a table's
 /// keys and values are read in bounded pieces (`what` names what is read, for a failed fetch).
 pub fn for_each_batch(
@@ -107,9 +118,7 @@ pub fn for_each_batch(
 ) {
     let mut cursor = client.open_cursor(query, &[]);
     loop {
-        let batch = cursor
-            .fetch(10_000)
-            .unwrap_or_else(|e| panic!("reading {what} failed: {e:?}"));
+        let batch = cursor.fetch(10_000).unwrap_or_else(|e| read_failed(what, e));
         if batch.is_empty() {
             break;
         }
@@ -221,7 +230,7 @@ pub fn texts_by_ctid(
         tids.push('}');
         let batch = client
             .select(&query, None, &[pg_sys::Oid::from(oid).into(), tids.into()])
-            .unwrap_or_else(|e| panic!("reading the texts of candidates failed: {e:?}"));
+            .unwrap_or_else(|e| read_failed("the texts of candidates", e));
         for row in batch {
             let l = Locator::read(&row, 0, 1);
             let Some(&r) = index.get(&(l.block, l.offset)) else {
@@ -260,7 +269,7 @@ pub fn texts_by_key(
         .collect();
     let batch = client
         .select(&query, None, &[wanted.into()])
-        .unwrap_or_else(|e| panic!("reading the texts of candidates failed: {e:?}"));
+        .unwrap_or_else(|e| read_failed("the texts of candidates", e));
     for row in batch {
         let k = utf8_key(row.get::<Vec<u8>>(1).ok().flatten().unwrap_or_default());
         let Some(&r) = index.get(k.as_str()) else {

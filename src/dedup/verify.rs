@@ -18,8 +18,11 @@ use simhash_core::verify::Shingles;
 use crate::check::verify::Verifier;
 use crate::progress::Reporter;
 
-/// Rows whose texts are read in one statement.
+/// Rows whose texts are read in one statement: by ctid (a local table: each row found directly), and
+/// by key (a Citus table: each statement reads every shard, so fewer, larger batches; about 40 MB of
+/// texts of 2 KB).
 pub const TEXT_BATCH: usize = 1_000;
+pub const KEY_BATCH: usize = 20_000;
 
 /// The candidates of a search: `groups[g]` lists rows (indexes in key order, increasing) whose
 /// stored values are identical, and `pairs` the pairs of groups whose rows are candidates, each
@@ -106,6 +109,7 @@ impl ShingleSets {
         nrows: usize,
         rows: &[u32],
         verifier: &Verifier,
+        batch_size: usize,
         fetch: &mut Fetch,
         reporter: &mut Reporter,
     ) -> ShingleSets {
@@ -113,7 +117,7 @@ impl ShingleSets {
         let mut sets: Vec<Shingles> = Vec::new();
         let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::new();
         let mut done = 0usize;
-        for batch in rows.chunks(TEXT_BATCH) {
+        for batch in rows.chunks(batch_size) {
             fetch(batch, &mut |row, text| {
                 let shingles = verifier.shingles_of(text);
                 let hash = set_hash(&shingles);
