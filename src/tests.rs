@@ -280,7 +280,8 @@ mod tests {
         use crate::write::deferred::BATCHED;
         use std::sync::atomic::Ordering;
         Spi::run("CREATE TABLE feed (id int PRIMARY KEY, body text)").unwrap();
-        Spi::run("SELECT simhash_attach('feed', 'body', on_duplicate => 'error')").unwrap();
+        // An attachment that does not verify: one that does checks each row before it is written.
+        Spi::run("SELECT simhash_attach('feed', 'body', on_duplicate => 'error', verify => false)").unwrap();
         // Unrelated texts (six random words each).
         let rows = "INSERT INTO feed SELECT i, concat_ws(' ', md5(i::text), md5((i * 31)::text), md5((i * 37)::text), \
                     md5((i * 41)::text), md5((i * 43)::text), md5((i * 47)::text)) FROM generate_series(1, 3000) i";
@@ -488,37 +489,55 @@ mod tests {
         // Every setting survives encode -> tgargs -> decode, for each kind of attachment.
         for (call, expected) in [
             (
-                "'body', 'simhash', 5, NULL, 'flag', 'word', 2, 'tf', false, 'none', 'site', false, 0",
-                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|5|flag|body_duplicate_of|word|2|tf|f|none|site|f|0|simhash|",
+                "'body', 'simhash', 5, NULL, 'flag', 'word', 2, 'tf', false, 'none', 'site', false, 0, false",
+                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|5|flag|body_duplicate_of|word|2|tf|f|none|site|f|0|simhash||f",
             ),
             (
-                "'текст', NULL, 16, NULL, 'error', 'bigram', 1, 'logtf', true, 'auto', NULL, true, 300",
-                "текст|текст_simhash|текст_band0,текст_band1,текст_band2,текст_band3|16|error||bigram|1|logtf|t|auto||t|300|simhash|",
+                "'текст', NULL, 16, NULL, 'error', 'bigram', 1, 'logtf', true, 'auto', NULL, true, 300, false",
+                "текст|текст_simhash|текст_band0,текст_band1,текст_band2,текст_band3|16|error||bigram|1|logtf|t|auto||t|300|simhash||f",
             ),
             (
-                "'b', 'simhash', 0, NULL, 'none', 'jieba', 1, 'tfidf', true, 'simplified', NULL, false, 0",
-                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|0|none||jieba|1|tfidf|t|simplified||f|0|simhash|",
+                "'b', 'simhash', 0, NULL, 'none', 'jieba', 1, 'tfidf', true, 'simplified', NULL, false, 0, false",
+                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|0|none||jieba|1|tfidf|t|simplified||f|0|simhash||f",
             ),
             // NULL options and max_distance: the method's defaults.
             (
-                "'b', 'simhash', NULL, NULL, 'skip', NULL, NULL, NULL, NULL, NULL, 'site', false, 200",
-                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|7|skip||bigram|1|logtf|t|auto|site|f|200|simhash|",
+                "'b', 'simhash', NULL, NULL, 'skip', NULL, NULL, NULL, NULL, NULL, 'site', false, 200, false",
+                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|7|skip||bigram|1|logtf|t|auto|site|f|200|simhash||f",
             ),
             // MinHash: its own columns and defaults, no distance or weighting, the threshold.
             (
-                "'b', 'minhash', NULL, NULL, 'flag', NULL, NULL, NULL, NULL, NULL, NULL, false, 0",
-                "b|b_minhash|b_lsh||flag|b_duplicate_of|word|0||f|auto||f|0|minhash|0.5",
+                "'b', 'minhash', NULL, NULL, 'flag', NULL, NULL, NULL, NULL, NULL, NULL, false, 0, false",
+                "b|b_minhash|b_lsh||flag|b_duplicate_of|word|0||f|auto||f|0|minhash|0.5|f",
             ),
             (
-                "'текст', 'minhash', NULL, 0.75, 'error', 'char', 3, NULL, true, 'none', 'site', false, 40",
-                "текст|текст_minhash|текст_lsh||error||char|3||t|none|site|f|40|minhash|0.75",
+                "'текст', 'minhash', NULL, 0.75, 'error', 'char', 3, NULL, true, 'none', 'site', false, 40, false",
+                "текст|текст_minhash|текст_lsh||error||char|3||t|none|site|f|40|minhash|0.75|f",
+            ),
+            // Verification (0.11.0): by default, except with a registry; SimHash's threshold shown
+            // when it verifies.
+            (
+                "'body', 'simhash', NULL, NULL, 'error', NULL, NULL, NULL, NULL, NULL, NULL, false, 0, NULL",
+                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|7|error||bigram|1|logtf|t|auto||f|0|simhash|0.4|t",
+            ),
+            (
+                "'body', 'simhash', 5, 0.6, 'skip', NULL, NULL, NULL, NULL, NULL, 'site', false, 20, true",
+                "body|body_simhash|body_band0,body_band1,body_band2,body_band3|5|skip||bigram|1|logtf|t|auto|site|f|20|simhash|0.6|t",
+            ),
+            (
+                "'b', 'minhash', NULL, 0.6, 'skip', NULL, NULL, NULL, NULL, NULL, NULL, false, 0, NULL",
+                "b|b_minhash|b_lsh||skip||word|0||f|auto||f|0|minhash|0.6|t",
+            ),
+            (
+                "'b', 'simhash', NULL, NULL, 'error', NULL, NULL, NULL, NULL, NULL, NULL, true, 0, NULL",
+                "b|b_simhash|b_band0,b_band1,b_band2,b_band3|7|error||bigram|1|logtf|t|auto||t|0|simhash||f",
             ),
         ] {
             let decoded = Spi::get_one::<String>(&format!(
                 "SELECT concat_ws('|', d.text_column, d.fingerprint_column, array_to_string(d.band_columns, ','), \
                  coalesce(d.max_distance::text, ''), d.on_duplicate, coalesce(d.flag_column, ''), d.tokenizer, d.shingle, \
                  coalesce(d.weighting, ''), d.stopwords, d.fold, coalesce(d.scope_column, ''), d.registry, d.min_length, \
-                 d.method, coalesce(d.threshold::text, '')) \
+                 d.method, coalesce(d.threshold::text, ''), d.verify) \
                  FROM simhash_internal.decode_attachment(simhash_internal.encode_attachment({call})) d"
             ));
             assert_eq!(decoded, Ok(Some(expected.to_string())), "{call}");
@@ -549,6 +568,21 @@ mod tests {
             Some((0.6, 32, 4))
         );
         assert_eq!(att.to_args(), args);
+        // A verifying SimHash attachment's arguments round-trip, with the method, threshold and
+        // 'verify' last; with a registry too (decoded as recorded).
+        for registry in ["", "registry"] {
+            let args: Vec<String> = [
+                "body", "4", "7", "error", "bigram", "1", "logtf", "true", "auto", "", registry, "0",
+                "simhash", "0.4", "verify",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let att = crate::attachment::Attachment::from_args(&args).expect("valid arguments");
+            assert!(att.verify);
+            assert_eq!(att.simhash().map(|s| s.threshold), Some(0.4));
+            assert_eq!(att.to_args(), args);
+        }
         // A method argument that is not one decodes to no attachment.
         let mut bad = args.clone();
         bad[12] = "minhash:128:64:4".into();
