@@ -276,11 +276,13 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  att @extschema@.simhash_attachment;
   names record;
   args bytea;
-  dist_method "char" := (SELECT d.method FROM simhash_internal.distribution(att.table_name) d);
+  dist_method "char";
 BEGIN
+  att := simhash_internal.find_attachment(table_name, text_column);
+  dist_method := (SELECT d.method FROM simhash_internal.distribution(att.table_name) d);
   -- Whether an attachment verifies its candidates against their texts (docs/ARCHITECTURE.md
   -- section 8.11), and its threshold: recorded in its trigger's arguments, so the triggers are made
   -- again with the new ones, in this transaction (nothing else of the attachment changes).

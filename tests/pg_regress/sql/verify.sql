@@ -164,7 +164,7 @@ SELECT count(*) FROM parted;
 SELECT simhash_set_verify('parted_low', false);
 SELECT simhash_set_verify('parted', false);
 SELECT c.relname, count(*) FILTER (WHERE t.tgname IS NOT NULL) AS triggers
-FROM pg_class c LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND NOT t.tgisinternal
+FROM pg_class c LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgfoid = 'simhash_trigger'::regproc
 WHERE c.relname LIKE 'parted%' AND c.relkind IN ('r', 'p') GROUP BY 1 ORDER BY 1;
 INSERT INTO parted (id, body) SELECT 400 + id, pg_temp.reversed(body) FROM docs WHERE id = 6;
 
