@@ -182,8 +182,8 @@ SQL
         qn "$COORDINATOR" -c "SELECT (pairs > 0 OR $k = 0) || '|' || extra || '|' || missed || '|' || clusters FROM dedup_check_$k")" \
         "true|0|0|0"
 done
-# Verified (new attachments verify): the candidates, found on the workers or on the coordinator, are
-# verified against their texts, read by key from the shards; the pairs, distances, exact similarities
+# Verified (verify => true: articles is attached without verification): the candidates, found on the
+# workers or on the coordinator, are verified against their texts, read by key from the shards; the pairs, distances, exact similarities
 # and clusters are one node's: those of a local copy of the table with the same attachment.
 qn "$COORDINATOR" >/dev/null <<'SQL'
 CREATE TABLE articles_local AS SELECT site, id, body FROM articles;
@@ -192,16 +192,16 @@ SELECT simhash_attach('articles_local', 'body');
 SQL
 for k in 7 12; do
     qn "$COORDINATOR" >/dev/null <<SQL
-CREATE TEMP TABLE w_pairs AS SELECT * FROM simhash_pairs('articles', max_distance => $k);
-CREATE TEMP TABLE w_clusters AS SELECT * FROM simhash_clusters('articles', max_distance => $k);
+CREATE TEMP TABLE w_pairs AS SELECT * FROM simhash_pairs('articles', max_distance => $k, verify => true);
+CREATE TEMP TABLE w_clusters AS SELECT * FROM simhash_clusters('articles', max_distance => $k, verify => true);
 CREATE TEMP TABLE l_pairs AS SELECT * FROM simhash_pairs('articles_local', max_distance => $k);
 CREATE TEMP TABLE l_clusters AS SELECT * FROM simhash_clusters('articles_local', max_distance => $k);
 SET simhash.dedup_on_workers = off;
-CREATE TEMP TABLE c_pairs AS SELECT * FROM simhash_pairs('articles', max_distance => $k);
-CREATE TEMP TABLE c_clusters AS SELECT * FROM simhash_clusters('articles', max_distance => $k);
+CREATE TEMP TABLE c_pairs AS SELECT * FROM simhash_pairs('articles', max_distance => $k, verify => true);
+CREATE TEMP TABLE c_clusters AS SELECT * FROM simhash_clusters('articles', max_distance => $k, verify => true);
 CREATE TABLE verify_check_$k AS SELECT (SELECT count(*) FROM l_pairs) AS pairs,
   (SELECT count(*) FROM simhash_pairs('articles', max_distance => $k, verify => false)) AS candidates,
-  (SELECT count(*) FROM l_pairs WHERE similarity IS NULL OR similarity < 0.3) AS below,
+  (SELECT count(*) FROM l_pairs WHERE similarity IS NULL OR similarity < 0.4) AS below,
   (SELECT count(*) FROM (SELECT * FROM w_pairs EXCEPT ALL SELECT * FROM l_pairs) x)
   + (SELECT count(*) FROM (SELECT * FROM l_pairs EXCEPT ALL SELECT * FROM w_pairs) x) AS workers,
   (SELECT count(*) FROM (SELECT * FROM c_pairs EXCEPT ALL SELECT * FROM l_pairs) x)
@@ -215,7 +215,7 @@ SQL
         qn "$COORDINATOR" -c "SELECT pairs, candidates, below, workers, coordinator, clusters FROM verify_check_$k")
     measure "verified pairs of candidates at max_distance $k" "$vpairs of $vcandidates"
     ((vpairs > 0 && vpairs <= vcandidates)) || fail "verified at $k: $vpairs pairs of $vcandidates candidates"
-    expect "verified at max_distance $k: pairs (with their exact similarity) and clusters on the workers and on the coordinator equal one node's (below 0.3, workers, coordinator, clusters differing)" \
+    expect "verified at max_distance $k: pairs (with their exact similarity) and clusters on the workers and on the coordinator equal one node's (below 0.4, workers, coordinator, clusters differing)" \
         "$vbelow|$vworkers|$vcoordinator|$vclusters" "0|0|0|0"
 done
 expect "verification removes candidates at max_distance 12" \
@@ -804,8 +804,9 @@ measure "minhash: clusters by brute force (rows in the largest)" "$components ($
 expect "minhash: simhash_clusters equals the components of the brute force's pairs, every row once" \
     "$crows|$ckeys|$differ" "$(qn "$COORDINATOR" -c "SELECT count(*) FROM stories")|$(qn "$COORDINATOR" -c "SELECT count(*) FROM stories")|0"
 
-# Verified (on the coordinator, where MinHash's candidates are): the texts of the candidates read by
-# key from the shards; the same pairs, exact similarities and clusters as a local copy's.
+# Verified (on the coordinator, where MinHash's candidates are; verify => true, as stories is attached
+# without): the texts of the candidates read by key from the shards; the same pairs, exact
+# similarities and clusters as a local copy's.
 qn "$COORDINATOR" >/dev/null <<'SQL'
 CREATE TABLE stories_local AS SELECT site, id, body FROM stories;
 ALTER TABLE stories_local ADD PRIMARY KEY (site, id);
@@ -813,10 +814,10 @@ SELECT simhash_attach('stories_local', 'body', method => 'minhash');
 CREATE TABLE mh_verify_check AS
   SELECT (SELECT count(*) FROM simhash_pairs('stories_local')) AS pairs,
          (SELECT count(*) FROM simhash_pairs('stories_local') WHERE similarity < 0.5 OR distance IS NOT NULL) AS wrong,
-         (SELECT count(*) FROM (SELECT * FROM simhash_pairs('stories') EXCEPT ALL SELECT * FROM simhash_pairs('stories_local')) x)
-         + (SELECT count(*) FROM (SELECT * FROM simhash_pairs('stories_local') EXCEPT ALL SELECT * FROM simhash_pairs('stories')) x) AS pairs_differ,
-         (SELECT count(*) FROM (SELECT * FROM simhash_clusters('stories') EXCEPT SELECT * FROM simhash_clusters('stories_local')) x)
-         + (SELECT count(*) FROM (SELECT * FROM simhash_clusters('stories_local') EXCEPT SELECT * FROM simhash_clusters('stories')) x) AS clusters_differ;
+         (SELECT count(*) FROM (SELECT * FROM simhash_pairs('stories', verify => true) EXCEPT ALL SELECT * FROM simhash_pairs('stories_local')) x)
+         + (SELECT count(*) FROM (SELECT * FROM simhash_pairs('stories_local') EXCEPT ALL SELECT * FROM simhash_pairs('stories', verify => true)) x) AS pairs_differ,
+         (SELECT count(*) FROM (SELECT * FROM simhash_clusters('stories', verify => true) EXCEPT SELECT * FROM simhash_clusters('stories_local')) x)
+         + (SELECT count(*) FROM (SELECT * FROM simhash_clusters('stories_local') EXCEPT SELECT * FROM simhash_clusters('stories', verify => true)) x) AS clusters_differ;
 DROP TABLE stories_local;
 SQL
 IFS='|' read -r mpairs mwrong mpdiffer mcdiffer < <(qn "$COORDINATOR" -c "SELECT pairs, wrong, pairs_differ, clusters_differ FROM mh_verify_check")
@@ -853,8 +854,8 @@ CREATE FUNCTION reversed_words(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
   SELECT array_to_string(array(SELECT w FROM unnest(string_to_array(t, ' ')) WITH ORDINALITY u(w, n) ORDER BY n DESC), ' ')
 $$;
 SQL
-expect "verified: attached with verify, threshold 0.3" \
-    "$(qn "$COORDINATOR" -c "SELECT verify || '|' || threshold FROM simhash_attachments() WHERE table_name = 'vposts'::regclass")" "true|0.3"
+expect "verified: attached with verify, threshold 0.4" \
+    "$(qn "$COORDINATOR" -c "SELECT verify || '|' || threshold FROM simhash_attachments() WHERE table_name = 'vposts'::regclass")" "true|0.4"
 expect "verified: a near-duplicate in the site is rejected (23505)" \
     "$(sqlstate "$DB" "INSERT INTO vposts VALUES (1, 3, 'The city council approved the budget for protected bike lanes on Monday after a long hearing!')")" 23505
 expect "verified: the words of row (1, 1) reversed, at distance 0 and similarity 0, are written" \
@@ -999,11 +1000,13 @@ expect_contains "... with PostgreSQL's own message" \
     "ERROR:  permission denied for table guarded"
 expect "... and the refused pairing on the workers left no bucket table behind" \
     "$(qn "$COORDINATOR" -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'simhash\_pairs\_%'")" 0
-expect "SELECT on the key and fingerprint columns only: simhash_pairs on the workers and on the coordinator gives the superuser's pairs, a lookup (whole rows) is refused" \
-    "$(qn "$COORDINATOR" -c "SET ROLE guard_keys" -c "SELECT count(*) FROM simhash_pairs('guarded')" \
-        -c "SET simhash.dedup_on_workers = off" -c "SELECT count(*) FROM simhash_pairs('guarded')" | tr '\n' ' ')$(
+expect "SELECT on the key and fingerprint columns only: unverified simhash_pairs on the workers and on the coordinator gives the superuser's pairs, a lookup (whole rows) is refused" \
+    "$(qn "$COORDINATOR" -c "SET ROLE guard_keys" -c "SELECT count(*) FROM simhash_pairs('guarded', verify => false)" \
+        -c "SET simhash.dedup_on_workers = off" -c "SELECT count(*) FROM simhash_pairs('guarded', verify => false)" | tr '\n' ' ')$(
        as_role guard_keys "SELECT count(*) FROM simhash_near_duplicates(NULL::guarded, 0::bigint)")" \
-    "$(qn "$COORDINATOR" -c "SELECT count(*) FROM simhash_pairs('guarded')") $(qn "$COORDINATOR" -c "SELECT count(*) FROM simhash_pairs('guarded')") 42501"
+    "$(qn "$COORDINATOR" -c "SELECT count(*) FROM simhash_pairs('guarded', verify => false)") $(qn "$COORDINATOR" -c "SELECT count(*) FROM simhash_pairs('guarded', verify => false)") 42501"
+expect "... verified pairs read the texts, which guard_keys may not (42501)" \
+    "$(as_role guard_keys "SELECT count(*) FROM simhash_pairs('guarded')")" 42501
 
 # read_as ROLE: in one session, as ROLE (SET ROLE), the lookups of guard_fps (fingerprints, within
 # 9) and guard_texts (SimHash and MinHash, by text and by signature), simhash_pairs and
