@@ -2,9 +2,8 @@
 -- their texts. An attachment records whether it verifies (a trigger argument; attachments made before keep
 -- theirs: they do not verify until simhash_set_verify(), new here, says so); simhash_attach() and
 -- simhash_attach_concurrently() take verify (new attachments verify by default), the lookup by text and the
--- dedup functions take verify per call, the attachment record (simhash_attachments()) shows it, and an
--- attachment that verifies gets no statement-end check trigger (create_triggers). shingle_similarity() is
--- the exact similarity verification compares with the threshold. The verification itself is in the library.
+-- dedup functions take verify per call, and the attachment record (simhash_attachments()) shows it.
+-- shingle_similarity() is the exact similarity verification compares with the threshold. The verification itself is in the library.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.11.0'" to load this file. \quit
 
 -- sql/src/attachment.sql: the attachment record shows whether it verifies
@@ -218,46 +217,6 @@ LANGUAGE c STABLE ROWS 10 COST 100
 AS 'MODULE_PATHNAME', 'simhash_near_duplicates_text';
 COMMENT ON FUNCTION simhash_near_duplicates(anyelement, text, int, name, float8, boolean) IS
   'Rows of an attached table near a text (fingerprinted with the table''s options): within max_distance (SimHash), nearest first, or sharing an LSH band (MinHash), most similar first; verified (verify, by default as the attachment), only rows whose exact similarity with the text reaches the threshold';
-
--- sql/src/attach.sql: an attachment that verifies has no statement-end check trigger
-CREATE OR REPLACE FUNCTION simhash_internal.create_triggers(table_name regclass, args bytea, kind "char", dist_method "char")
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  d record;
-  names record;
-  arg_list text := (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a);
-  unsafe_triggers text;
-BEGIN
-  -- The triggers of the attachment that trigger arguments args record, on table_name of relkind
-  -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
-  -- simhash_trigger() before each row write, and in 'error' mode on an ordinary table (no scope,
-  -- registry, Citus, MinHash or verification) simhash_check_trigger(), which checks an INSERT's rows
-  -- once per statement (src/write/deferred.rs).
-  SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
-  SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
-  IF dist_method IS NOT NULL THEN
-    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
-    -- this trigger reads nothing but its own shard.
-    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
-    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-  END IF;
-  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
-                 names.trigger_name, table_name, arg_list);
-  IF d.on_duplicate = 'error' AND kind = 'r' AND dist_method IS NULL AND d.scope_column IS NULL AND NOT d.registry
-     AND d.method <> 'minhash' AND NOT d.verify THEN
-    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
-                   names.check_trigger_name, table_name, arg_list);
-  END IF;
-  IF dist_method IS NOT NULL THEN
-    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
-  END IF;
-END
-$$;
-COMMENT ON FUNCTION simhash_internal.create_triggers(regclass, bytea, "char", "char") IS
-  'Creates the triggers of an attachment (simhash_trigger(), and simhash_check_trigger() where it applies)';
 
 -- src/api/internal.rs, sql/src/attach.sql: simhash_set_verify
 CREATE  FUNCTION simhash_internal."reencode_attachment"(

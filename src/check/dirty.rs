@@ -35,13 +35,10 @@ impl Dirty {
 }
 
 impl Dirty {
-    /// Whether the row just found visible, at `tid` of `table`, is certain; if it depends on a
+    /// Whether a row found visible, at `tid` of `table`, is certain, given what
+    /// [`Dirty::in_progress`] said of it when it was found (read before anything else, a
+    /// verification's read of a toasted text included, can use the snapshot); if it depends on a
     /// transaction in progress, it is noted (the first such row) for [`Dirty::pending`].
-    pub fn certain(&self, table: pg_sys::Oid, tid: pg_sys::ItemPointerData) -> bool {
-        self.certain_given(self.in_progress(), table, tid)
-    }
-
-    /// [`Dirty::certain`] with what [`Dirty::in_progress`] said of the row when it was found.
     pub fn certain_given(
         &self,
         in_progress: Option<pg_sys::TransactionId>,

@@ -30,6 +30,7 @@ use pgrx::prelude::*;
 use simhash_core::probe::ProbePlan;
 
 use crate::check::row::tid_key;
+use crate::check::verify::{Asked, Verifier};
 use crate::errors::OrRaise;
 use crate::method::simhash::search::{search_table, BandIndexes, HeapFetch, TableSearch};
 use crate::write::setup::Setup;
@@ -282,6 +283,15 @@ unsafe fn first_duplicate(
     let att = &setup.att;
     let sim = att.simhash_only("the per-statement check");
     let fp_attnum = setup.fp_att as i16;
+    // Verified (§8.11), each row against the candidates it finds: its text is read back from the
+    // table, where it is written, on its first candidate.
+    let verifiers: Vec<Option<Verifier>> = rows
+        .iter()
+        .map(|&(_, tid)| {
+            let (text_att, relid) = (setup.text_att, (*rel).rd_id);
+            Verifier::new(att, Asked::default(), move || written_text(relid, tid, text_att))
+        })
+        .collect();
     let order: HashMap<(u16, u16, u16), usize> = rows
         .iter()
         .enumerate()
@@ -302,7 +312,17 @@ unsafe fn first_duplicate(
         let mut best: Vec<Option<(u32, pg_sys::ItemPointerData)>> = vec![None; slice.len()];
         let offset = at * MERGED_ROWS;
         let counts = |i: usize, tid: &pg_sys::ItemPointerData| counts(offset + i, tid);
-        if !merged(rel, &indexes, sim.max_distance, slice, dirty, &counts, &mut best) {
+        let slice_verifiers = &verifiers[offset..offset + slice.len()];
+        if !merged(
+            rel,
+            &indexes,
+            sim.max_distance,
+            slice,
+            slice_verifiers,
+            dirty,
+            &counts,
+            &mut best,
+        ) {
             all_served = false;
             break;
         }
@@ -339,7 +359,15 @@ unsafe fn first_duplicate(
             if !counts(i, &found) {
                 return;
             }
-            if dirty.certain((*rel).rd_id, found) && nearest.is_none_or(|(nd, _)| d < nd) {
+            // Read before the verification, which may fetch a toasted text.
+            let depends = dirty.in_progress();
+            if verifiers[i]
+                .as_ref()
+                .is_some_and(|v| v.passes(rel, slot).is_none())
+            {
+                return;
+            }
+            if dirty.certain_given(depends, (*rel).rd_id, found) && nearest.is_none_or(|(nd, _)| d < nd) {
                 nearest = Some((d, found));
             }
         });
@@ -364,6 +392,7 @@ unsafe fn merged(
     indexes: &BandIndexes,
     k: i32,
     rows: &[(u64, pg_sys::ItemPointerData)],
+    verifiers: &[Option<Verifier>],
     dirty: &crate::check::dirty::Dirty,
     counts: &dyn Fn(usize, &pg_sys::ItemPointerData) -> bool,
     best: &mut [Option<(u32, pg_sys::ItemPointerData)>],
@@ -424,7 +453,15 @@ unsafe fn merged(
                 if !fetch.fetch(tid, snapshot, slot) || !counts(i, &(*slot).tts_tid) {
                     continue;
                 }
-                if dirty.certain((*rel).rd_id, (*slot).tts_tid) {
+                // Read before the verification, which may fetch a toasted text.
+                let depends = dirty.in_progress();
+                if verifiers[i]
+                    .as_ref()
+                    .is_some_and(|v| v.passes(rel, slot).is_none())
+                {
+                    continue;
+                }
+                if dirty.certain_given(depends, (*rel).rd_id, (*slot).tts_tid) {
                     best[i] = Some((d, (*slot).tts_tid));
                 }
             }
@@ -436,4 +473,32 @@ unsafe fn merged(
         BATCHED.fetch_add(rows.len() as u64, std::sync::atomic::Ordering::Relaxed);
     }
     served
+}
+
+/// The text (column `text_att`) of the row this statement wrote at `tid` of table `relid`, as
+/// UTF-8; None when it is NULL or gone. The row is this transaction's own: any snapshot that
+/// shows its writes finds it, and no other transaction can have changed it.
+///
+/// # Safety
+/// Inside the statement-end check, with `relid` open.
+unsafe fn written_text(relid: pg_sys::Oid, tid: pg_sys::ItemPointerData, text_att: i32) -> Option<String> {
+    let rel = pg_sys::RelationIdGetRelation(relid);
+    let slot = pg_sys::table_slot_create(rel, std::ptr::null_mut());
+    let mut tid = tid;
+    let found = pg_sys::table_tuple_fetch_row_version(
+        rel,
+        &mut tid,
+        std::ptr::addr_of_mut!(pg_sys::SnapshotAnyData),
+        slot,
+    );
+    let text = found
+        .then(|| {
+            let mut isnull = false;
+            let datum = pg_sys::slot_getattr(slot, text_att, &mut isnull);
+            (!isnull).then(|| crate::text::Text::from_raw_datum(datum).to_utf8().to_string())
+        })
+        .flatten();
+    pg_sys::ExecDropSingleTupleTableSlot(slot);
+    pg_sys::RelationClose(rel);
+    text
 }

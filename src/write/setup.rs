@@ -49,11 +49,9 @@ pub struct Setup {
 
 impl Setup {
     /// Whether the duplicate check of an INSERT is left to `simhash_check_trigger()`: paired
-    /// triggers in `'error'` mode, outside SERIALIZABLE, of an attachment that does not verify its
-    /// candidates (a verified check reads the row's text, which the trigger before the write has;
-    /// §8.11). Both triggers decide it the same way.
+    /// triggers in `'error'` mode, outside SERIALIZABLE (both triggers decide it the same way).
     pub fn checks_inserts_after(&self) -> bool {
-        self.deferred && !self.attaching && self.att.mode == Mode::Error && !self.att.verify && defers()
+        self.deferred && !self.attaching && self.att.mode == Mode::Error && defers()
     }
 }
 

@@ -336,6 +336,11 @@ pub unsafe fn on_inserted(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Str
     if crate::write::deferred::in_statement() {
         crate::write::deferred::note(rel, &*td.tg_trigger, &setup, ext_schema, fp, tid);
     } else {
+        let tupdesc = (*rel).rd_att;
+        let text_att = setup.text_att;
+        let verifier = Verifier::new(&setup.att, Asked::default(), move || {
+            getattr(tuple, text_att, tupdesc).map(|d| Text::from_raw_datum(d).to_utf8().to_string())
+        });
         let row = Written {
             heap: rel,
             attached_table: setup.attached_table,
@@ -344,8 +349,7 @@ pub unsafe fn on_inserted(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Str
             self_tid: tid,
             scope: None,
             copy: Some(CopyCommand::of(tuple)),
-            // An attachment that verifies checks its rows before they are written.
-            verifier: None,
+            verifier: verifier.as_ref(),
         };
         // The row is written: no keys are needed for its check (§8.5).
         let (key_columns, nearest) = settle(

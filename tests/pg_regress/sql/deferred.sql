@@ -1,7 +1,7 @@
--- on_duplicate => 'error' of an attachment that does not verify (verify => false; one that does
--- checks each row before it is written, verify.sql) checks the rows of an INSERT together at the end
--- of the statement (simhash_check_trigger() beside the BEFORE trigger): the outcome is the per-row
--- check's, whatever the path (multi-row VALUES, INSERT ... SELECT, functions, subtransactions, COPY, renames).
+-- on_duplicate => 'error' checks the rows of an INSERT together at the end of the statement
+-- (simhash_check_trigger() beside the BEFORE trigger): the outcome is the per-row check's, whatever
+-- the path (multi-row VALUES, INSERT ... SELECT, functions, subtransactions, COPY, renames).
+-- Here without verification (verify => false), as 0.10.0 attached; verify.sql checks it verified.
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set include :abs_srcdir '/include/try.sql'
 \i :include

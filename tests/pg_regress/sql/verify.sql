@@ -40,6 +40,14 @@ SELECT text_column, max_distance, threshold, verify FROM simhash_attachments() W
 INSERT INTO wide SELECT id, body FROM docs;
 -- A text with the same fingerprint and nothing of the texts in common is written.
 INSERT INTO wide VALUES (20, pg_temp.reversed((SELECT body FROM docs WHERE id = 4)));
+-- Also when the statement's rows are checked together at its end (several rows), and by COPY.
+INSERT INTO wide SELECT 30 + id, pg_temp.reversed(body) FROM docs WHERE id IN (6, 7);
+COPY wide (id, body) FROM stdin;
+48	harvest. comparable a gives still and water less third a needs that wheat resistant drought testing are north the in Farmers
+\.
+SELECT p.a, p.b, hamming(x.body_simhash, y.body_simhash) AS distance, shingle_similarity(x.body, y.body) AS similarity
+FROM (VALUES (6, 36), (7, 37), (8, 48)) p(a, b) JOIN wide x ON x.id = p.a JOIN wide y ON y.id = p.b
+ORDER BY 1;
 SELECT hamming(a.body_simhash, b.body_simhash) AS distance, shingle_similarity(a.body, b.body) AS similarity
 FROM wide a, wide b WHERE a.id = 4 AND b.id = 20;
 INSERT INTO wide VALUES (11, replace((SELECT body FROM docs WHERE id = 1), 'Tuesday', 'Wednesday'));
@@ -62,7 +70,7 @@ INSERT INTO wide VALUES (21, pg_temp.reversed((SELECT body FROM docs WHERE id = 
 SELECT tgname FROM pg_trigger WHERE tgrelid = 'wide'::regclass AND NOT tgisinternal ORDER BY 1;
 
 -- simhash_set_verify() turns verification on (or off) in place, with a threshold: only the triggers
--- are made again (an attachment that verifies has no statement-end check trigger).
+-- are made again.
 SELECT simhash_set_verify('wide', true);
 SELECT text_column, max_distance, threshold, verify FROM simhash_attachments() WHERE table_name = 'wide'::regclass;
 SELECT tgname FROM pg_trigger WHERE tgrelid = 'wide'::regclass AND NOT tgisinternal ORDER BY 1;
