@@ -387,6 +387,7 @@ unsafe fn first_duplicate(
 /// Finds every row's nearest near-duplicate (as [`first_duplicate`] counts them) in one ascending
 /// pass over each band index for all rows. False, with `best` undefined, where the band indexes
 /// cannot be read that way or the distance is beyond what probing serves.
+#[allow(clippy::too_many_arguments)]
 unsafe fn merged(
     rel: pg_sys::Relation,
     indexes: &BandIndexes,
