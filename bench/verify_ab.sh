@@ -23,8 +23,8 @@
 #                             row its own statement: its own check) into the 'error' table, rolled
 #                             back, then VACUUM: per row;
 #   bulk_sim / bulk_min       one INSERT ... SELECT of up to VAB_WRITE_ROWS rows into it, rolled back,
-#                             then VACUUM: per row (0.9.0 checks a bulk 'error' INSERT at the
-#                             statement's end; a verifying attachment checks each row before it);
+#                             then VACUUM: per row (both check a bulk SimHash 'error' INSERT at
+#                             the statement's end; since e550921 that check verifies too);
 #   pairs_sim / pairs_min     simhash_pairs() of the whole table;
 #   clusters_sim / _min       simhash_clusters() of it;
 #   KIND_off                  any of these with B's verification off (lookups and dedup: verify =>
