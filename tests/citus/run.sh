@@ -863,21 +863,30 @@ expect "verified: the words of row (1, 1) reversed, at distance 0 and similarity
         -c "SELECT hamming(a.body_simhash, b.body_simhash) || '|' || shingle_similarity(a.body, b.body)
             FROM vposts a, vposts b WHERE a.site = 1 AND a.id = 1 AND b.site = 1 AND b.id = 4")" "0|0"
 qn "$COORDINATOR" -c "SELECT simhash_set_verify('vposts', false)" >/dev/null
+# (INSERT ... VALUES: Citus reports a shard's error of an INSERT ... SELECT as XX000.)
+reversed2=$(qn "$COORDINATOR" -c "SELECT reversed_words(body) FROM vposts WHERE site = 1 AND id = 2")
 expect "simhash_set_verify(false): the triggers on every shard decide on the fingerprint alone (23505)" \
-    "$(sqlstate "$DB" "INSERT INTO vposts SELECT 1, 5, reversed_words(body) FROM vposts WHERE site = 1 AND id = 2")" 23505
+    "$(sqlstate "$DB" "INSERT INTO vposts VALUES (1, 5, \$r\$$reversed2\$r\$)")" 23505
 qn "$COORDINATOR" -c "SELECT simhash_set_verify('vposts', true)" >/dev/null
 expect "simhash_set_verify(true): verified again, the reversed text is written" \
-    "$(sqlstate "$DB" "INSERT INTO vposts SELECT 1, 5, reversed_words(body) FROM vposts WHERE site = 1 AND id = 2")" 00000
+    "$(sqlstate "$DB" "INSERT INTO vposts VALUES (1, 5, \$r\$$reversed2\$r\$)")" 00000
 expect "... every shard's trigger records it" \
     "$(qn "$COORDINATOR" -c "SELECT count(*) FILTER (WHERE result = '1') FROM run_command_on_shards('vposts', \$\$
         SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = '%1\$s'::regclass AND t.tgfoid = 'simhash_trigger'::regproc
           AND encode(t.tgargs, 'escape') LIKE '%%verify%%'\$\$)")" 8
+body1=$(qn "$COORDINATOR" -c "SELECT body FROM vposts WHERE site = 1 AND id = 1")
 expect "verified lookups from the coordinator: the row itself (similarity 1), not its reversed words" \
-    "$(qn "$COORDINATOR" -c "SELECT string_agg((n.item).id || ':' || n.distance || ':' || n.similarity, ' ' ORDER BY (n.item).id)
-                             FROM vposts v, simhash_near_duplicates(NULL::vposts, v.body) n WHERE v.site = 1 AND v.id = 1")" "1:0:1"
+    "$(qn "$COORDINATOR" -v body="$body1" <<'SQL'
+SELECT string_agg((n.item).id || ':' || n.distance || ':' || n.similarity, ' ' ORDER BY (n.item).id)
+FROM simhash_near_duplicates(NULL::vposts, :'body') n;
+SQL
+)" "1:0:1"
 expect "... and with verify => false both, without a similarity" \
-    "$(qn "$COORDINATOR" -c "SELECT string_agg((n.item).id || ':' || n.distance || ':' || coalesce(n.similarity::text, '-'), ' ' ORDER BY (n.item).id)
-                             FROM vposts v, simhash_near_duplicates(NULL::vposts, v.body, verify => false) n WHERE v.site = 1 AND v.id = 1")" "1:0:- 4:0:-"
+    "$(qn "$COORDINATOR" -v body="$body1" <<'SQL'
+SELECT string_agg((n.item).id || ':' || n.distance || ':' || coalesce(n.similarity::text, '-'), ' ' ORDER BY (n.item).id)
+FROM simhash_near_duplicates(NULL::vposts, :'body', verify => false) n;
+SQL
+)" "1:0:- 4:0:-"
 
 # vstories: the MinHash stories, verified: a repost is rejected with its exact similarity; lookups
 # from the coordinator equal the brute force of the verified contract over every shard (shares a
@@ -895,8 +904,10 @@ vrepost=$(qn "$COORDINATOR" <<<"SELECT '【转载】' || body || '（来源：�
 vdetail=$(error_text "$DB" "INSERT INTO vstories VALUES ($zh_site, $((zh_id + 100000)), \$r\$$vrepost\$r\$)")
 expect "verified minhash: the repost's DETAIL names its source with the exact similarity of the texts" \
     "$(sed -n 's/^DETAIL:  Key (site, id)=(\([0-9]*\), \([0-9]*\)) has similarity \([0-9.]*\) (threshold 0\.5)\.$/\1|\2|\3/p' <<<"$vdetail")" \
-    "$(qn "$COORDINATOR" -v r="$vrepost" -c "SELECT site || '|' || id || '|' || to_char(shingle_similarity(body, :'r'), 'FM0.000')
-                                              FROM vstories WHERE site = $zh_site AND id = $zh_id")"
+    "$(qn "$COORDINATOR" -v r="$vrepost" <<SQL
+SELECT site || '|' || id || '|' || to_char(shingle_similarity(body, :'r'), 'FM0.000') FROM vstories WHERE site = $zh_site AND id = $zh_id;
+SQL
+)"
 qn "$COORDINATOR" >/dev/null <<'SQL'
 CREATE TABLE vlookup_check AS SELECT 0 AS queries, 0 AS found, 0 AS mismatches, 0 AS dropped;
 DO $$
@@ -1027,9 +1038,10 @@ CREATE TEMP TABLE r_txt AS
   SELECT q.ord AS q, n.ord, (n.item).site, (n.item).id, n.distance
   FROM unnest(:'texts'::text[]) WITH ORDINALITY q(t, ord),
        LATERAL simhash_near_duplicates(NULL::guarded, q.t) WITH ORDINALITY n(item, distance, similarity, ord);
+-- (MinHash by text unverified: it is compared with the lookup by signature, which has no text.)
 CREATE TEMP TABLE r_mh AS
   SELECT q.ord AS q, (n.item).site, (n.item).id, n.similarity
-  FROM unnest(:'texts'::text[]) WITH ORDINALITY q(t, ord), LATERAL simhash_near_duplicates(NULL::guarded_mh, q.t) n;
+  FROM unnest(:'texts'::text[]) WITH ORDINALITY q(t, ord), LATERAL simhash_near_duplicates(NULL::guarded_mh, q.t, verify => false) n;
 CREATE TEMP TABLE r_sig AS
   SELECT q.ord AS q, (n.item).site, (n.item).id, n.similarity
   FROM unnest(:'texts'::text[]) WITH ORDINALITY q(t, ord), LATERAL simhash_near_duplicates(NULL::guarded_mh, minhash(q.t)) n;
