@@ -1066,7 +1066,7 @@ CREATE TEMP TABLE s_txt_all AS
        LATERAL simhash_near_duplicates(NULL::guarded, q.t) WITH ORDINALITY n(item, distance, similarity, ord);
 CREATE TEMP TABLE s_mh_all AS
   SELECT q.ord AS q, (n.item).site, (n.item).id, n.similarity
-  FROM unnest(:'texts'::text[]) WITH ORDINALITY q(t, ord), LATERAL simhash_near_duplicates(NULL::guarded_mh, q.t) n;
+  FROM unnest(:'texts'::text[]) WITH ORDINALITY q(t, ord), LATERAL simhash_near_duplicates(NULL::guarded_mh, q.t, verify => false) n;
 CREATE TEMP TABLE s_fp AS
   SELECT q, row_number() OVER (PARTITION BY q ORDER BY ord) AS ord, site, id, distance FROM s_fp_all WHERE (site, id) IN (TABLE r_visible);
 CREATE TEMP TABLE s_txt AS
