@@ -60,6 +60,19 @@ impl Verifier {
         })
     }
 
+    /// [`Verifier::new`] for the text datum `text` gives (None: NULL), read once, on the first
+    /// candidate.
+    ///
+    /// # Safety
+    /// The datum `text` gives must be a text datum that stays valid while the verifier is used.
+    pub unsafe fn of_datum(
+        att: &Attachment,
+        asked: Asked,
+        text: impl FnOnce() -> Option<pg_sys::Datum> + 'static,
+    ) -> Option<Verifier> {
+        Verifier::new(att, asked, move || text().map(|d| unsafe { text_of(d) }))
+    }
+
     /// The shingles of the text checked (None: a NULL text).
     pub fn query_shingles(&self) -> Option<&Shingles> {
         self.shingles
@@ -93,29 +106,25 @@ impl Verifier {
         }
     }
 
-    /// The exact similarity of the text checked and the text of the row in `slot`, a row of `rel`
-    /// (0 for a NULL text).
+    /// The similarity of a candidate's text datum (None: NULL, similarity 0) when it reaches the
+    /// threshold.
+    ///
+    /// # Safety
+    /// `text` must be a text datum.
+    pub unsafe fn passes_datum(&self, text: Option<pg_sys::Datum>) -> Option<f64> {
+        let s = text.map_or(0.0, |d| self.similarity_to(&Text::from_raw_datum(d).to_utf8()));
+        self.reaches(s).then_some(s)
+    }
+
+    /// The similarity of the row in `slot`, a row of `rel`, when it reaches the threshold.
     ///
     /// # Safety
     /// `slot` must hold a row of the open relation `rel`.
-    pub unsafe fn similarity(&self, rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlot) -> f64 {
+    pub unsafe fn passes(&self, rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlot) -> Option<f64> {
         let attnum = self.text_attnum(rel);
         let mut isnull = false;
         let datum = pg_sys::slot_getattr(slot, attnum as i32, &mut isnull);
-        if isnull {
-            return 0.0;
-        }
-        let text = Text::from_raw_datum(datum);
-        self.similarity_to(&text.to_utf8())
-    }
-
-    /// The similarity of the row in `slot` when it reaches the threshold.
-    ///
-    /// # Safety
-    /// As [`Verifier::similarity`].
-    pub unsafe fn passes(&self, rel: pg_sys::Relation, slot: *mut pg_sys::TupleTableSlot) -> Option<f64> {
-        let s = self.similarity(rel, slot);
-        self.reaches(s).then_some(s)
+        self.passes_datum((!isnull).then_some(datum))
     }
 
     /// Whether a similarity reaches the threshold.
@@ -142,9 +151,7 @@ impl Verifier {
                 hint: None,
             })
         });
-        let attr = crate::catalog::attribute(tupdesc, n.into());
-        let base = pg_sys::getBaseType(attr.atttypid);
-        if ![pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID].contains(&base) {
+        if !is_text_type(crate::catalog::attribute(tupdesc, n.into()).atttypid) {
             raise(EncodedError {
                 code: PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
                 message: format!(
@@ -159,4 +166,18 @@ impl Verifier {
         self.attnums.borrow_mut().push((relid, n));
         n
     }
+}
+
+/// Whether a column of type `typid` holds texts a verification can read: text, varchar or char, or
+/// a domain over one (the types an attach accepts).
+///
+/// # Safety
+/// Inside a transaction (a catalog lookup).
+pub unsafe fn is_text_type(typid: pg_sys::Oid) -> bool {
+    [pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID].contains(&pg_sys::getBaseType(typid))
+}
+
+/// A non-NULL text datum as UTF-8.
+unsafe fn text_of(datum: pg_sys::Datum) -> String {
+    Text::from_raw_datum(datum).to_utf8().to_string()
 }

@@ -32,8 +32,7 @@ impl Table {
             crate::method::common::verify_columns(heap, &att);
             let tupdesc = (*heap).rd_att;
             let text_typed = crate::catalog::attnum_of(tupdesc, &att.text_column).is_some_and(|n| {
-                let base = pg_sys::getBaseType(crate::catalog::attribute(tupdesc, n.into()).atttypid);
-                [pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID].contains(&base)
+                crate::check::verify::is_text_type(crate::catalog::attribute(tupdesc, n.into()).atttypid)
             });
             let table = Table {
                 text_typed,

@@ -262,9 +262,7 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
     });
     let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
     let (tuple, text_att) = (firing.tuple, setup.text_att);
-    let verifier = Verifier::new(att, Asked::default(), move || {
-        getattr(tuple, text_att, tupdesc).map(|d| Text::from_raw_datum(d).to_utf8().to_string())
-    });
+    let verifier = Verifier::of_datum(att, Asked::default(), move || getattr(tuple, text_att, tupdesc));
     // A row whose scope value is NULL is in no scope: nobody's duplicate (as NULLs in a unique key).
     let nearest = match &scope {
         Some(None) => None,
@@ -338,8 +336,8 @@ pub unsafe fn on_inserted(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Str
     } else {
         let tupdesc = (*rel).rd_att;
         let text_att = setup.text_att;
-        let verifier = Verifier::new(&setup.att, Asked::default(), move || {
-            getattr(tuple, text_att, tupdesc).map(|d| Text::from_raw_datum(d).to_utf8().to_string())
+        let verifier = Verifier::of_datum(&setup.att, Asked::default(), move || {
+            getattr(tuple, text_att, tupdesc)
         });
         let row = Written {
             heap: rel,

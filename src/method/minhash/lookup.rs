@@ -55,13 +55,13 @@ pub unsafe fn near_duplicates(
     let threshold = threshold_of(lookup.threshold, settings);
     // A lookup by text verifies (as the call or the attachment says); one by signature has no text.
     let verifier = match lookup.given {
-        Given::Text(Some(doc)) => Verifier::new(
+        Given::Text(Some(doc)) => Verifier::of_datum(
             att,
             Asked {
                 verify: lookup.verify,
                 threshold: Some(threshold),
             },
-            move || Some(crate::text::Text::from_raw_datum(doc).to_utf8().to_string()),
+            move || Some(doc),
         ),
         _ => None,
     };

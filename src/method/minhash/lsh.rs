@@ -229,15 +229,7 @@ unsafe fn match_of(probe: &Probe, row: pg_sys::HeapTuple, desc: pg_sys::TupleDes
     let similarity = match probe.verifier {
         Some(v) => {
             let text = pg_sys::SPI_getbinval(row, desc, row_col + 1, &mut null);
-            let s = if null {
-                0.0
-            } else {
-                v.similarity_to(&crate::text::Text::from_raw_datum(text).to_utf8())
-            };
-            if !v.reaches(s) {
-                return None;
-            }
-            s
+            v.passes_datum((!null).then_some(text))?
         }
         None => minhash::similarity(probe.signature, &stored).unwrap_or_else(|e| corrupt(&e.to_string())),
     };

@@ -86,9 +86,7 @@ unsafe fn verifier_of(lookup: &Lookup) -> Option<Verifier> {
             .map(|t| crate::attachment::valid_threshold(t).unwrap_or_else(|e| raise(e))),
     };
     let verifier = match lookup.given {
-        Given::Text(Some(doc)) => Verifier::new(lookup.att, asked, move || {
-            Some(crate::text::Text::from_raw_datum(doc).to_utf8().to_string())
-        }),
+        Given::Text(Some(doc)) => Verifier::of_datum(lookup.att, asked, move || Some(doc)),
         _ => None,
     };
     if verifier.is_none() && lookup.threshold.is_some() {
@@ -325,15 +323,10 @@ unsafe fn sql_near_duplicates(
                 Some(v) => {
                     let mut text_null = false;
                     let text = pg_sys::SPI_getbinval(row, desc, 3, &mut text_null);
-                    let s = if text_null {
-                        0.0
-                    } else {
-                        v.similarity_to(&crate::text::Text::from_raw_datum(text).to_utf8())
-                    };
-                    if !v.reaches(s) {
-                        return;
+                    match v.passes_datum((!text_null).then_some(text)) {
+                        Some(s) => Some(s),
+                        None => return,
                     }
-                    Some(s)
                 }
                 None => None,
             };
