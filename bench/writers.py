@@ -18,8 +18,12 @@ md5) is counted everywhere as a sanity check: it should be 0.
 
 Tables (fresh for every measurement: `id bigserial primary key, lang text, body text`, pre-filled
 with the pool's first --prefill rows, then): plain; a unique index on md5(body); SimHash attached
-(simhash_attach('t', 'body', on_duplicate => MODE)); MinHash attached (method => 'minhash'); with
---partitioned also the same partitioned by LIST (lang) into t_en and t_zh (primary key (id, lang);
+(simhash_attach('t', 'body', on_duplicate => MODE)); MinHash attached (method => 'minhash');
+`simhash_index` and `minhash_index` (not in the default --kinds): the columns and index an attachment
+keeps (four integer band columns and four B-trees that include the fingerprint; the signature and a
+GIN index of its 32 band keys without pending list), filled by the INSERT itself with the
+extension's functions, with no trigger — what keeping the index costs a write, a floor under any
+check (INSERT batches only); with --partitioned also the same partitioned by LIST (lang) into t_en and t_zh (primary key (id, lang);
 the unique index is then on (lang, md5(body)), as a unique index of a partitioned table must hold
 the partition key — the same constraint here, since each text has one language). VACUUM ANALYZE and CHECKPOINT before each measurement.
 
@@ -175,7 +179,30 @@ KINDS = {
     "unique": "unique index on md5(body)",
     "simhash": "SimHash attached",
     "minhash": "MinHash attached",
+    "simhash_index": "SimHash's columns and band indexes, no trigger",
+    "minhash_index": "MinHash's columns and GIN index, no trigger",
 }
+
+# The kinds with an attachment's stored columns and index but no trigger (a floor: what keeping the
+# index costs a write, whatever the check does): the INSERT computes the columns itself, with the
+# extension's functions, from the pool's text.
+INDEX_ONLY = {
+    "simhash_index": (
+        "body_simhash bigint, body_band0 int, body_band1 int, body_band2 int, body_band3 int",
+        ["(body_band%d) INCLUDE (body_simhash)" % i for i in range(4)],
+        "body_simhash, body_band0, body_band1, body_band2, body_band3",
+        "f, simhash_band(f, 0, 4), simhash_band(f, 1, 4), simhash_band(f, 2, 4), simhash_band(f, 3, 4) "
+        "FROM (SELECT lang, body, simhash(body) AS f FROM pool",
+    ),
+    "minhash_index": (
+        "body_minhash bytea, body_lsh bigint[]",
+        ["USING gin (body_lsh) WITH (fastupdate = off)"],
+        "body_minhash, body_lsh",
+        "m, minhash_bands(m, 32, 4) FROM (SELECT lang, body, minhash(body) AS m FROM pool",
+    ),
+}
+# The kind of each table made (insert_one and insert_range write what its columns need).
+TABLE_KIND = {}
 
 
 def variants(kinds, modes, partitioned):
@@ -183,7 +210,7 @@ def variants(kinds, modes, partitioned):
     out = []
     for layout in (["plain", "partitioned"] if partitioned else ["plain"]):
         for kind in kinds:
-            if kind in ("plain", "unique"):
+            if kind in ("plain", "unique") or kind in INDEX_ONLY:
                 out.append((kind, None, layout))
             else:
                 out.extend((kind, m, layout) for m in modes)
@@ -208,15 +235,19 @@ def make_table(conn, v, prefill):
     kind, mode, layout = v
     TABLE_SEQ[0] += 1
     t = f"w{TABLE_SEQ[0]}"
+    TABLE_KIND[t] = kind
+    extra = f", {INDEX_ONLY[kind][0]}" if kind in INDEX_ONLY else ""
     if layout == "partitioned":
-        conn.execute(f"CREATE TABLE {t} (id bigserial, lang text NOT NULL, body text NOT NULL, "
+        conn.execute(f"CREATE TABLE {t} (id bigserial, lang text NOT NULL, body text NOT NULL{extra}, "
                      f"PRIMARY KEY (id, lang)) PARTITION BY LIST (lang)")
         for lang in ("en", "zh"):
             conn.execute(f"CREATE TABLE {t}_{lang} PARTITION OF {t} FOR VALUES IN ('{lang}')")
     else:
-        conn.execute(f"CREATE TABLE {t} (id bigserial PRIMARY KEY, lang text NOT NULL, body text NOT NULL)")
-    conn.execute(f"INSERT INTO {t} (lang, body) SELECT lang, body FROM pool WHERE id <= %s ORDER BY id",
-                 (prefill,))
+        conn.execute(f"CREATE TABLE {t} (id bigserial PRIMARY KEY, lang text NOT NULL, body text NOT NULL{extra})")
+    if kind in INDEX_ONLY:
+        for definition in INDEX_ONLY[kind][1]:
+            conn.execute(f"CREATE INDEX ON {t} {definition}")
+    conn.execute(insert_rows(t, "id <= %s ORDER BY id"), (prefill,))
     if kind == "unique":
         if layout == "partitioned":
             conn.execute(f"CREATE UNIQUE INDEX ON {t} (lang, md5(body))")
@@ -254,12 +285,21 @@ def drop_table(conn, t):
     conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
 
 
+def insert_rows(t, where):
+    """An INSERT into t of the pool's rows that satisfy `where`."""
+    kind = TABLE_KIND.get(t)
+    if kind in INDEX_ONLY:
+        _, _, columns, select = INDEX_ONLY[kind]
+        return f"INSERT INTO {t} (lang, body, {columns}) SELECT lang, body, {select} WHERE {where}) s"
+    return f"INSERT INTO {t} (lang, body) SELECT lang, body FROM pool WHERE {where}"
+
+
 def insert_one(t):
-    return f"INSERT INTO {t} (lang, body) SELECT lang, body FROM pool WHERE id = %s"
+    return insert_rows(t, "id = %s")
 
 
 def insert_range(t):
-    return f"INSERT INTO {t} (lang, body) SELECT lang, body FROM pool WHERE id BETWEEN %s AND %s"
+    return insert_rows(t, "id BETWEEN %s AND %s")
 
 
 def flagged(conn, t, v):
@@ -607,6 +647,8 @@ def main():
     for b in batches:
         if not re.fullmatch(r"(insert|pipe|multi|copy)\d+", b):
             die(f"unknown batch {b!r} (insert500, insert10000, copy500, copy10000, or another size)")
+        if b.startswith("copy") and any(k in INDEX_ONLY for k in kinds) and "B" in {x.strip().upper() for x in a.tables.split(",")}:
+            die(f"{b}: the kinds {', '.join(INDEX_ONLY)} compute their columns in the INSERT; COPY cannot")
     vs = variants(kinds, modes, a.partitioned)
 
     app_cap = int(a.app_rate_cap * a.seconds) + 100
@@ -633,7 +675,7 @@ def main():
             c = connect(port)
         except Exception as e:  # noqa: BLE001
             die(f"cannot connect to {label} on port {port}: {e}")
-        need_ext = any(k in ("simhash", "minhash") for k in kinds)
+        need_ext = any(k in ("simhash", "minhash") or k in INDEX_ONLY for k in kinds)
         try:
             c.execute("CREATE EXTENSION IF NOT EXISTS simhash_ext")
         except Exception as e:  # noqa: BLE001
