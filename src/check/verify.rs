@@ -15,6 +15,7 @@ use simhash_core::verify::Shingles;
 
 use crate::attachment::Attachment;
 use crate::catalog::{attnum_of, relation_name};
+use crate::check::dirty::Dirty;
 use crate::errors::{raise, EncodedError, OrRaise};
 use crate::text::Text;
 
@@ -177,7 +178,30 @@ pub unsafe fn is_text_type(typid: pg_sys::Oid) -> bool {
     [pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::BPCHAROID].contains(&pg_sys::getBaseType(typid))
 }
 
+/// The row a dirty search just found, in `slot` (a row of `rel`, at a TID of the table `table`),
+/// judged by `verifier` if there is one: None when its text fails the verification; else its exact
+/// similarity (None without a verifier) and whether it is certain ([`Dirty::certain_given`], which
+/// notes a row of a transaction in progress). What the snapshot says of the row is read first: the
+/// verification may fetch a toasted text, which uses the snapshot too.
+///
+/// # Safety
+/// `slot` must hold the row just found by a search of the open relation `rel` under `dirty`.
+pub unsafe fn judge_found(
+    dirty: &Dirty,
+    verifier: Option<&Verifier>,
+    rel: pg_sys::Relation,
+    table: pg_sys::Oid,
+    slot: *mut pg_sys::TupleTableSlot,
+) -> Option<(Option<f64>, bool)> {
+    let depends = dirty.in_progress();
+    let similarity = match verifier {
+        Some(v) => Some(v.passes(rel, slot)?),
+        None => None,
+    };
+    Some((similarity, dirty.certain_given(depends, table, (*slot).tts_tid)))
+}
+
 /// A non-NULL text datum as UTF-8.
-unsafe fn text_of(datum: pg_sys::Datum) -> String {
+pub unsafe fn text_of(datum: pg_sys::Datum) -> String {
     Text::from_raw_datum(datum).to_utf8().to_string()
 }

@@ -30,7 +30,7 @@ use pgrx::prelude::*;
 use simhash_core::probe::ProbePlan;
 
 use crate::check::row::tid_key;
-use crate::check::verify::{Asked, Verifier};
+use crate::check::verify::{judge_found, text_of, Asked, Verifier};
 use crate::errors::OrRaise;
 use crate::method::simhash::search::{search_table, BandIndexes, HeapFetch, TableSearch};
 use crate::write::setup::Setup;
@@ -359,15 +359,8 @@ unsafe fn first_duplicate(
             if !counts(i, &found) {
                 return;
             }
-            // Read before the verification, which may fetch a toasted text.
-            let depends = dirty.in_progress();
-            if verifiers[i]
-                .as_ref()
-                .is_some_and(|v| v.passes(rel, slot).is_none())
-            {
-                return;
-            }
-            if dirty.certain_given(depends, (*rel).rd_id, found) && nearest.is_none_or(|(nd, _)| d < nd) {
+            let judged = judge_found(dirty, verifiers[i].as_ref(), rel, (*rel).rd_id, slot);
+            if judged.is_some_and(|(_, certain)| certain) && nearest.is_none_or(|(nd, _)| d < nd) {
                 nearest = Some((d, found));
             }
         });
@@ -454,15 +447,8 @@ unsafe fn merged(
                 if !fetch.fetch(tid, snapshot, slot) || !counts(i, &(*slot).tts_tid) {
                     continue;
                 }
-                // Read before the verification, which may fetch a toasted text.
-                let depends = dirty.in_progress();
-                if verifiers[i]
-                    .as_ref()
-                    .is_some_and(|v| v.passes(rel, slot).is_none())
-                {
-                    continue;
-                }
-                if dirty.certain_given(depends, (*rel).rd_id, (*slot).tts_tid) {
+                let judged = judge_found(dirty, verifiers[i].as_ref(), rel, (*rel).rd_id, slot);
+                if judged.is_some_and(|(_, certain)| certain) {
                     best[i] = Some((d, (*slot).tts_tid));
                 }
             }
@@ -496,7 +482,7 @@ unsafe fn written_text(relid: pg_sys::Oid, tid: pg_sys::ItemPointerData, text_at
         .then(|| {
             let mut isnull = false;
             let datum = pg_sys::slot_getattr(slot, text_att, &mut isnull);
-            (!isnull).then(|| crate::text::Text::from_raw_datum(datum).to_utf8().to_string())
+            (!isnull).then(|| text_of(datum))
         })
         .flatten();
     pg_sys::ExecDropSingleTupleTableSlot(slot);

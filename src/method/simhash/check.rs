@@ -10,6 +10,7 @@ use crate::check::dirty::{Dirty, Pending};
 use crate::check::locks::{lock_row, lock_written, part_keys, trigger_depth};
 use crate::check::report::{describe_row, Measure, Nearest};
 use crate::check::row::{checked_tables, Written};
+use crate::check::verify::judge_found;
 use crate::method::common::WrittenRow;
 
 use super::search::{fingerprint_attnum, search_table, TableSearch};
@@ -69,18 +70,11 @@ unsafe fn nearest_row(att: &Attachment, sim: &SimHashSettings, row: &Written) ->
             if !in_scope {
                 return;
             }
-            // Read before the verification, which may fetch a toasted text.
-            let depends = dirty.in_progress();
-            let similarity = match row.verifier {
-                Some(v) => match v.passes(rel, slot) {
-                    Some(s) => Some(s),
-                    None => return,
-                },
-                None => None,
+            let Some((similarity, certain)) = judge_found(&dirty, row.verifier, rel, table, slot) else {
+                return;
             };
-            let tid = (*slot).tts_tid;
-            if dirty.certain_given(depends, table, tid) && found.nearest.is_none_or(|(bd, _, _, _)| d < bd) {
-                found.nearest = Some((d, table, tid, similarity));
+            if certain && found.nearest.is_none_or(|(bd, _, _, _)| d < bd) {
+                found.nearest = Some((d, table, (*slot).tts_tid, similarity));
             }
         });
     }
