@@ -138,10 +138,41 @@ struct UpdateNote {
     /// The row version the UPDATE replaces: after a move, PostgreSQL marks it as moved.
     table: pg_sys::Oid,
     row: pg_sys::ItemPointerData,
+    /// Whether the UPDATE changed the text or the scope.
+    changed: bool,
 }
+
+/// The INSERT half of a row move, from its BEFORE trigger to its check trigger: (partition, text
+/// column of the attachment, value token, whether the UPDATE changed the text or the scope).
+type MoveInsert = (pg_sys::Oid, String, Option<u64>, bool);
 
 thread_local! {
     static UPDATE_NOTES: RefCell<Vec<UpdateNote>> = const { RefCell::new(Vec::new()) };
+    static MOVE_INSERTS: RefCell<Vec<MoveInsert>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Notes that the row the BEFORE INSERT trigger of the attachment of `column` on partition `table`
+/// passes on, with value token `token`, is the second half of a row move, for its check after the
+/// write ([`take_move_insert`]): checked there only if the UPDATE `changed` the text or the scope.
+pub fn note_move_insert(table: pg_sys::Oid, column: &str, token: Option<u64>, changed: bool) {
+    MOVE_INSERTS.with(|m| m.borrow_mut().push((table, column.to_string(), token, changed)));
+}
+
+/// Whether the row the check trigger of the attachment of `column` on `table` fires for, with value
+/// token `token`, is the second half of a row move (noted by [`note_move_insert`], used up here):
+/// Some(whether to check it), None for an INSERT of its own. AFTER triggers fire in the order the
+/// rows were written.
+pub fn take_move_insert(table: pg_sys::Oid, column: &str, token: Option<u64>) -> Option<bool> {
+    MOVE_INSERTS.with(|m| {
+        let mut m = m.borrow_mut();
+        let at = m.iter().position(|(t, n, k, _)| *t == table && n == column && *k == token)?;
+        Some(m.remove(at).3)
+    })
+}
+
+/// Forgets the notes of moves (the end of a transaction).
+pub fn forget_moves() {
+    MOVE_INSERTS.with(|m| m.borrow_mut().clear());
 }
 
 fn local_transaction() -> u32 {
@@ -158,6 +189,7 @@ pub unsafe fn note_update(
     table: pg_sys::Oid,
     row: pg_sys::ItemPointerData,
     fingerprint: Option<u64>,
+    changed: bool,
 ) {
     let note = UpdateNote {
         trigger_name: CStr::from_ptr(trigger.tgname).to_bytes().to_vec(),
@@ -165,6 +197,7 @@ pub unsafe fn note_update(
         transaction: local_transaction(),
         table,
         row,
+        changed,
     };
     UPDATE_NOTES.with(|notes| {
         let mut notes = notes.borrow_mut();
@@ -173,7 +206,8 @@ pub unsafe fn note_update(
     });
 }
 
-/// Whether this INSERT through `trigger` is the second half of a row move: the UPDATE noted last by
+/// Whether this INSERT through `trigger` is the second half of a row move (Some: whether the UPDATE
+/// changed the text or the scope): the UPDATE noted last by
 /// the trigger of the same name, in this transaction, had the same fingerprint, and the row version
 /// it replaced is now marked as moved to another partition (an UPDATE in place, as by an upsert or
 /// MERGE that also inserts a row with the same text, does not mark it). The note is used up either
@@ -183,18 +217,17 @@ pub unsafe fn note_update(
 ///
 /// # Safety
 /// `trigger` must be the firing trigger.
-pub unsafe fn is_row_move(trigger: &pg_sys::Trigger, fingerprint: Option<u64>) -> bool {
+pub unsafe fn is_row_move(trigger: &pg_sys::Trigger, fingerprint: Option<u64>) -> Option<bool> {
     let name = CStr::from_ptr(trigger.tgname).to_bytes();
     let transaction = local_transaction();
     UPDATE_NOTES.with(|notes| {
         let mut notes = notes.borrow_mut();
-        let Some(i) = notes.iter().position(|n| n.trigger_name == name) else {
-            return false;
-        };
+        let i = notes.iter().position(|n| n.trigger_name == name)?;
         let note = notes.swap_remove(i);
-        note.transaction == transaction
+        (note.transaction == transaction
             && note.fingerprint == fingerprint
-            && moved_to_another_partition(note.table, note.row)
+            && moved_to_another_partition(note.table, note.row))
+        .then_some(note.changed)
     })
 }
 

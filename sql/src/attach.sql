@@ -202,9 +202,9 @@ DECLARE
 BEGIN
   -- The triggers of the attachment that trigger arguments args record, on table_name of relkind
   -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
-  -- simhash_trigger() before each row write, and in 'error' mode on an ordinary table (no scope,
-  -- registry, Citus or MinHash) simhash_check_trigger(), which checks an INSERT's rows once per
-  -- statement (src/write/deferred.rs).
+  -- simhash_trigger() before each row write, and on a table of this node (not Citus, not the
+  -- registry) in every mode that checks simhash_check_trigger(), which checks each written row
+  -- after its write, at the end of its statement (docs/ARCHITECTURE.md section 8.2).
   SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
   IF dist_method IS NOT NULL THEN
@@ -215,9 +215,8 @@ BEGIN
   END IF;
   EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
                  names.trigger_name, table_name, arg_list);
-  IF d.on_duplicate = 'error' AND kind = 'r' AND dist_method IS NULL AND d.scope_column IS NULL AND NOT d.registry
-     AND d.method <> 'minhash' THEN
-    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+  IF d.on_duplicate <> 'none' AND kind IN ('r', 'p') AND dist_method IS NULL AND NOT d.registry THEN
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
                    names.check_trigger_name, table_name, arg_list);
   END IF;
   IF dist_method IS NOT NULL THEN

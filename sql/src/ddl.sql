@@ -173,6 +173,7 @@ DECLARE
   old_names record;
   new_names record;
   enabled "char";
+  check_type int2;
 BEGIN
   -- The trigger's arguments name the text column: trigger trigger_name is made again with the new
   -- name (simhash_internal.rename_column()), enabled or disabled as it was, and so is the check trigger.
@@ -185,12 +186,14 @@ BEGIN
   IF enabled = 'D' THEN
     EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.trigger_name);
   END IF;
-  SELECT t.tgenabled INTO enabled FROM pg_trigger t
+  SELECT t.tgenabled, t.tgtype INTO enabled, check_type FROM pg_trigger t
   WHERE t.tgrelid = table_name AND t.tgname = old_names.check_trigger_name;
   IF FOUND THEN
     EXECUTE format('DROP TRIGGER %I ON %s', old_names.check_trigger_name, table_name);
-    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
-                   new_names.check_trigger_name, table_name,
+    -- AFTER INSERT OR UPDATE since 0.12.0 (tgtype bit 16: UPDATE), AFTER INSERT before.
+    EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                   new_names.check_trigger_name,
+                   CASE WHEN check_type & 16 <> 0 THEN 'INSERT OR UPDATE' ELSE 'INSERT' END, table_name,
                    (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
     IF enabled = 'D' THEN
       EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.check_trigger_name);

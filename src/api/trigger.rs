@@ -42,7 +42,7 @@ crate::errors::c_function!(
 
 unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let td = trigger_data(fcinfo, "simhash_check_trigger() must be called as a trigger");
-    crate::write::trigger::on_inserted(td, &|| extension_schema(fcinfo))
+    crate::write::trigger::on_written(td, &|| extension_schema(fcinfo))
 }
 
 extension_sql_file!("../../sql/src/trigger.sql", name = "simhash_trigger");

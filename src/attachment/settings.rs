@@ -160,6 +160,14 @@ pub enum Method {
 
 impl Method {
     /// The type of the column that stores a text's value (fingerprint or signature), and its name.
+    /// What the method stores for a text, in words.
+    pub fn value_name(&self) -> &'static str {
+        match self {
+            Method::SimHash(_) => "fingerprint",
+            Method::MinHash(_) => "signature",
+        }
+    }
+
     pub fn stored_type(&self) -> (pg_sys::Oid, &'static str) {
         match self {
             Method::SimHash(_) => (pg_sys::INT8OID, "bigint"),

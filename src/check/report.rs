@@ -271,3 +271,19 @@ pub unsafe fn check_shard_scope(att: &Attachment, shard: &crate::citus::Distribu
         }),
     });
 }
+
+/// The error of a row of `'skip'` or `'flag'` mode whose check after its write (§8.3) finds a
+/// near-duplicate that its check before the write did not: another transaction wrote it in between.
+/// The row is written and cannot be skipped or flagged any more; a retry of the transaction can.
+/// It says nothing of the row found (no key, no measure).
+pub fn raise_concurrent(att: &Attachment, table: &str) -> ! {
+    raise(EncodedError {
+        code: PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+        message: format!(
+            "could not {} a near-duplicate row of table \"{table}\": another transaction wrote its near-duplicate concurrently",
+            if att.mode == crate::attachment::Mode::Flag { "flag" } else { "skip" }
+        ),
+        detail: None,
+        hint: Some("Retry the transaction.".into()),
+    });
+}

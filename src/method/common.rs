@@ -82,6 +82,12 @@ pub struct WrittenRow<'a> {
     pub table_checks_after: bool,
     /// The verification of candidates against the row's text, when the attachment verifies.
     pub verifier: Option<&'a crate::check::verify::Verifier>,
+    /// Whether the check takes no keys: every row of the table is checked again after its write
+    /// (the AFTER trigger, §8.2), so a check made before it decides only what becomes of the row.
+    pub keyless: bool,
+    /// Rows found that do not count (in their table, given its OID): rows of the statement
+    /// written after the row checked (statement order), or a COPY's rows not checked yet.
+    pub ignore: Option<&'a dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool>,
 }
 
 /// Raises 42804, with a HINT to detach and attach again, unless each column of `att` that `rel`

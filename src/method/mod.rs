@@ -68,6 +68,34 @@ impl Value {
             .collect()
     }
 
+    /// Whether the stored column value `stored` (the attachment's type) is this value.
+    ///
+    /// # Safety
+    /// `stored` must be a datum of the attachment's stored type.
+    pub unsafe fn is_stored(&self, stored: pg_sys::Datum) -> bool {
+        match self {
+            Value::SimHash(fp) => *fp == Some(stored.value() as i64 as u64),
+            Value::MinHash(sig) => sig
+                .as_ref()
+                .is_some_and(|sig| sig.encode() == minhash::lsh::bytea_bytes(stored)),
+        }
+    }
+
+    /// The value a row stores (None: NULL), as the check after the write reads it.
+    ///
+    /// # Safety
+    /// `stored` must be a datum of the attachment's stored type.
+    pub unsafe fn from_stored(att: &Attachment, stored: Option<pg_sys::Datum>) -> Option<Value> {
+        let stored = stored?;
+        Some(match &att.method {
+            Method::SimHash(_) => Value::SimHash(Some(stored.value() as i64 as u64)),
+            Method::MinHash(_) => Value::MinHash(Some(
+                simhash_core::minhash::Signature::decode(minhash::lsh::bytea_bytes(stored))
+                    .unwrap_or_else(|e| minhash::lsh::corrupt(&e.to_string())),
+            )),
+        })
+    }
+
     /// A 64-bit token of the value, for the notes of row moves between partitions.
     pub fn token(&self) -> Option<u64> {
         match self {

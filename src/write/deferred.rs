@@ -38,8 +38,11 @@ use crate::write::setup::Setup;
 /// A row written by the current statement, waiting for its check.
 struct Pending {
     group: usize,
-    fp: u64,
+    /// The SimHash fingerprint (None: a MinHash row, whose signature is read back).
+    fp: Option<u64>,
     tid: pg_sys::ItemPointerData,
+    /// Whether the row is checked (else noted only for the statement order of the others).
+    check: bool,
 }
 
 /// Rows of a statement searched in one pass (about 140 bytes of probe lists each).
@@ -111,6 +114,7 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
             PENDING.with(|p| p.borrow_mut().clear());
             GROUPS.with(|g| g.borrow_mut().clear());
             SAVED.with(|s| s.borrow_mut().clear());
+            crate::partitions::forget_moves();
         }
         _ => {}
     }
@@ -161,8 +165,9 @@ pub unsafe fn note(
     trigger: &pg_sys::Trigger,
     setup: &Setup,
     ext_schema: impl FnOnce() -> String,
-    fp: u64,
+    fp: Option<u64>,
     tid: pg_sys::ItemPointerData,
+    check: bool,
 ) {
     let (relid, tgoid) = ((*rel).rd_id, trigger.tgoid);
     let group = GROUPS.with(|g| {
@@ -180,7 +185,7 @@ pub unsafe fn note(
             }
         }
     });
-    PENDING.with(|p| p.borrow_mut().push(Pending { group, fp, tid }));
+    PENDING.with(|p| p.borrow_mut().push(Pending { group, fp, tid, check }));
 }
 
 /// Checks the rows noted from position `start` on, raising the error of the first near-duplicate.
@@ -204,18 +209,71 @@ unsafe fn check_from(start: usize) {
         groups
     });
     for (at, group) in groups.iter().enumerate() {
-        let mine: Vec<(u64, pg_sys::ItemPointerData)> = rows
+        let mine: Vec<(Option<u64>, pg_sys::ItemPointerData, bool)> = rows
             .iter()
             .filter(|r| r.group == at)
-            .map(|r| (r.fp, r.tid))
+            .map(|r| (r.fp, r.tid, r.check))
             .collect();
-        if mine.is_empty() {
+        if !mine.iter().any(|r| r.2) {
             continue;
         }
         let rel = pg_sys::table_open(group.relid, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
-        check_group(rel, group, &mine);
+        // SimHash rows of an ordinary table without a scope: one pass over the band indexes.
+        let simhash: Option<Vec<(u64, pg_sys::ItemPointerData)>> = mine
+            .iter()
+            .map(|&(fp, tid, _)| fp.map(|fp| (fp, tid)))
+            .collect();
+        match simhash {
+            Some(rows)
+                if group.setup.scope.is_none()
+                    && group.setup.attached_table == group.relid
+                    && mine.iter().all(|r| r.2) =>
+            {
+                check_group(rel, group, &rows)
+            }
+            _ => check_rows(rel, group, &mine),
+        }
         pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     }
+}
+
+/// Checks the rows `mine` of one group one by one, in the order written (a partition's, a scoped
+/// attachment's, MinHash's): each against every row of the attached table but itself and the
+/// group's rows written after it (`crate::write::trigger::check_written_row`).
+unsafe fn check_rows(rel: pg_sys::Relation, group: &Group, mine: &[(Option<u64>, pg_sys::ItemPointerData, bool)]) {
+    let relid = (*rel).rd_id;
+    let order: HashMap<(u16, u16, u16), usize> = mine
+        .iter()
+        .enumerate()
+        .map(|(i, (_, tid, _))| (tid_key(tid), i))
+        .collect();
+    let slot = pg_sys::table_slot_create(rel, std::ptr::null_mut());
+    let ext_schema = || group.ext_schema.clone();
+    for (i, &(_, tid, check)) in mine.iter().enumerate() {
+        if !check {
+            continue;
+        }
+        let mut tid = tid;
+        // The row is this transaction's own, written by this statement.
+        if !pg_sys::table_tuple_fetch_row_version(
+            rel,
+            &mut tid,
+            std::ptr::addr_of_mut!(pg_sys::SnapshotAnyData),
+            slot,
+        ) {
+            continue;
+        }
+        let mut should_free = false;
+        let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, true, &mut should_free);
+        let later = |table: pg_sys::Oid, found: *mut pg_sys::TupleTableSlot| {
+            table == relid && order.get(&tid_key(&(*found).tts_tid)).is_some_and(|&j| j > i)
+        };
+        crate::write::trigger::check_written_row(rel, &group.setup, &ext_schema, tuple, &later);
+        if should_free {
+            pg_sys::heap_freetuple(tuple);
+        }
+    }
+    pg_sys::ExecDropSingleTupleTableSlot(slot);
 }
 
 /// Checks the rows `mine` of one group, written into `rel`, raising the error of the first that has
@@ -252,12 +310,13 @@ unsafe fn check_group(rel: pg_sys::Relation, group: &Group, mine: &[(u64, pg_sys
         pg_sys::UnregisterSnapshot(snapshot);
         // None: deleted and committed since the search; search again.
         if let Some(nearest) = nearest {
-            crate::check::report::raise_duplicate(
-                att,
-                &crate::catalog::relation_name(rel),
-                &key_columns,
-                &nearest,
-            );
+            let table = crate::catalog::relation_name(rel);
+            match att.mode {
+                crate::attachment::Mode::Error => {
+                    crate::check::report::raise_duplicate(att, &table, &key_columns, &nearest)
+                }
+                _ => crate::check::report::raise_concurrent(att, &table),
+            }
         }
     }
 }
@@ -444,13 +503,16 @@ unsafe fn merged(
                 if best[i].is_some_and(|(bd, _)| bd <= d) {
                     continue;
                 }
-                if !fetch.fetch(tid, snapshot, slot) || !counts(i, &(*slot).tts_tid) {
-                    continue;
-                }
-                let judged = judge_found(dirty, verifiers[i].as_ref(), rel, (*rel).rd_id, slot);
-                if judged.is_some_and(|(_, certain)| certain) {
-                    best[i] = Some((d, (*slot).tts_tid));
-                }
+                let best = &mut best[i];
+                fetch.fetch_each(tid, snapshot, slot, &mut |slot| {
+                    if !counts(i, &(*slot).tts_tid) || best.is_some_and(|(bd, _)| bd <= d) {
+                        return;
+                    }
+                    let judged = judge_found(dirty, verifiers[i].as_ref(), rel, (*rel).rd_id, slot);
+                    if judged.is_some_and(|(_, certain)| certain) {
+                        *best = Some((d, (*slot).tts_tid));
+                    }
+                });
             }
         }
     }

@@ -31,8 +31,8 @@ pub struct Setup {
     pub flag_att: Option<i32>,
     /// The table the trigger was attached to: this one, or the partitioned table it is a partition of.
     pub attached_table: pg_sys::Oid,
-    /// Whether the table's simhash_check_trigger() checks the rows this trigger writes.
-    pub deferred: bool,
+    /// Which writes the table's simhash_check_trigger() checks once they are written.
+    pub after: After,
     /// The scope column, its type's equality function and collation.
     pub scope: Option<(i32, *mut pg_sys::FmgrInfo, pg_sys::Oid)>,
     /// Where this table is a shard of a Citus table, that table's distribution.
@@ -47,11 +47,37 @@ pub struct Setup {
     pub attaching: bool,
 }
 
+/// The writes a `simhash_check_trigger()` paired with `simhash_trigger()` fires on (`paired`).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct After {
+    pub inserts: bool,
+    pub updates: bool,
+}
+
 impl Setup {
-    /// Whether the duplicate check of an INSERT is left to `simhash_check_trigger()`: paired
-    /// triggers in `'error'` mode, outside SERIALIZABLE (both triggers decide it the same way).
+    /// Whether a checked write (an INSERT, or an UPDATE when `update`) is checked once it is
+    /// written, by `simhash_check_trigger()`: decided by the table's triggers, never by the writing
+    /// session's settings (issue 48, S1).
+    pub fn checks_after(&self, update: bool) -> bool {
+        !self.attaching
+            && self.att.mode != Mode::None
+            && if update {
+                self.after.updates
+            } else {
+                self.after.inserts
+            }
+    }
+
+    /// Whether every write of the table is checked after it is written (the triggers of 0.12.0):
+    /// then no check takes a key (docs/ARCHITECTURE.md §8.2). Else INSERTs alone (the paired
+    /// triggers of 0.10.0 and 0.11.0, `'error'` mode) or none, with the keys of §8.8's older design.
+    pub fn keyless(&self) -> bool {
+        self.after.inserts && self.after.updates
+    }
+
+    /// Whether INSERTs are checked after their write (the older designs' name).
     pub fn checks_inserts_after(&self) -> bool {
-        self.deferred && !self.attaching && self.att.mode == Mode::Error && defers()
+        self.checks_after(false)
     }
 }
 
@@ -110,11 +136,12 @@ pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
                 n
             });
             let shard = crate::citus::shard_distribution((*rel).rd_id);
-            // A scoped, registry or Citus attachment checks as before, per row.
-            let deferred = att.scope_column.is_none()
-                && !att.registry
-                && shard.is_none()
-                && paired(rel, trigger);
+            // A registry or Citus attachment checks before the write, per row, with keys.
+            let after = if att.registry || shard.is_some() {
+                After::default()
+            } else {
+                paired(rel, trigger)
+            };
             let kept_bands = att
                 .band_columns()
                 .iter()
@@ -131,7 +158,7 @@ pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
                 shard,
                 scope,
                 attached_table: crate::partitions::attached_table(rel, trigger),
-                deferred,
+                after,
                 att,
                 text_att,
                 fp_att,
@@ -159,39 +186,30 @@ fn check_type(tupdesc: pg_sys::TupleDesc, attnum: i32, table: &str, allowed: &[p
     }
 }
 
-/// Whether paired triggers leave the check to the AFTER trigger in this transaction: not at
-/// SERIALIZABLE, where the check before the write keeps its unique-violation error (written
-/// first, the row would make the check's reads a serialization failure) and leaf lists do not
-/// serve anyway. The isolation level is fixed before a transaction's first write.
-pub fn defers() -> bool {
-    unsafe { pg_sys::XactIsoLevel != pg_sys::XACT_SERIALIZABLE as i32 }
-}
-
-/// Whether `trigger` on `rel` has its partner: for `simhash_trigger()` BEFORE INSERT, a
-/// `simhash_check_trigger()` AFTER INSERT with the same arguments that fires when it does, and
-/// the other way round. Only then does the BEFORE trigger leave the check of an INSERT to the
-/// AFTER one. Never on a partition (its rows are checked across the partitioned table, per row).
+/// Which writes `trigger` on `rel` and its partner leave to the partner's check after the write:
+/// for `simhash_trigger()` BEFORE INSERT OR UPDATE, a `simhash_check_trigger()` AFTER row trigger
+/// with the same arguments and enabled state (AFTER INSERT since 0.10.0, AFTER INSERT OR UPDATE
+/// since 0.12.0), and the other way round. A partition's triggers are clones of its partitioned
+/// table's, paired as theirs are.
 ///
 /// # Safety
 /// `rel` must be the open relation `trigger` belongs to.
-pub unsafe fn paired(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> bool {
+pub unsafe fn paired(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> After {
     const ROW: i16 = 1 << 0;
     const BEFORE: i16 = 1 << 1;
     const INSERT: i16 = 1 << 2;
+    const UPDATE: i16 = 1 << 4;
     const INSTEAD: i16 = 1 << 6;
     let form = &*(*rel).rd_rel;
-    if form.relispartition || form.relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char {
-        return false;
-    }
     let trigdesc = (*rel).trigdesc;
-    if trigdesc.is_null() {
-        return false;
+    if form.relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char || trigdesc.is_null() {
+        return After::default();
     }
     let before = trigger.tgtype & BEFORE != 0;
-    let (partner, shape) = if before {
-        (&b"simhash_check_trigger"[..], ROW | INSERT)
+    let (partner, timing) = if before {
+        (&b"simhash_check_trigger"[..], ROW)
     } else {
-        (&b"simhash_trigger"[..], ROW | BEFORE | INSERT)
+        (&b"simhash_trigger"[..], ROW | BEFORE)
     };
     let namespace = pg_sys::get_func_namespace(trigger.tgfoid);
     let args = |t: &pg_sys::Trigger| -> Vec<&[u8]> {
@@ -200,11 +218,21 @@ pub unsafe fn paired(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> bool {
             .collect()
     };
     let triggers = std::slice::from_raw_parts((*trigdesc).triggers, (*trigdesc).numtriggers as usize);
-    triggers.iter().any(|t| {
+    let partner = triggers.iter().find(|t| {
         t.tgoid != trigger.tgoid
             && is_extension_function(t.tgfoid, partner, namespace)
-            && t.tgtype & (ROW | BEFORE | INSERT | INSTEAD) == shape
+            && t.tgtype & (ROW | BEFORE | INSTEAD) == timing
+            && t.tgtype & INSERT != 0
             && t.tgenabled == trigger.tgenabled
             && args(t) == args(trigger)
-    })
+    });
+    let (after, before_trigger) = match partner {
+        None => return After::default(),
+        Some(p) if before => (p.tgtype, trigger.tgtype),
+        Some(p) => (trigger.tgtype, p.tgtype),
+    };
+    After {
+        inserts: after & INSERT != 0 && before_trigger & INSERT != 0,
+        updates: after & UPDATE != 0 && before_trigger & UPDATE != 0,
+    }
 }

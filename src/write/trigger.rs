@@ -13,10 +13,9 @@ use crate::attachment::Mode;
 use crate::catalog::{attribute, qualified_name_of, relation_name};
 use crate::check::report::{check_shard_scope, raise_duplicate};
 use crate::check::row::attnum;
-use crate::check::row::{CopyCommand, ScopeFilter, Written};
+use crate::check::row::{CopyCommand, ScopeFilter};
 use crate::check::verify::{Asked, Verifier};
 use crate::errors::{raise, EncodedError};
-use crate::method::simhash::check::settle;
 use crate::method::{same_stored_bytes, Value, WrittenRow};
 use crate::text::Text;
 use crate::write::setup::{setup_of, trigger_error, Setup};
@@ -58,7 +57,7 @@ impl Firing<'_> {
         let text = getattr(self.tuple, text_att, tupdesc);
         let text_changed = self
             .old
-            .is_none_or(|old| !same_stored_bytes(getattr(old, text_att, tupdesc), text));
+            .is_none_or(|old| !same_text(getattr(old, text_att, tupdesc), text));
         let scope_changed = match (self.old, self.setup.scope) {
             (Some(old), Some((n, equal, collation))) if self.setup.att.mode != Mode::None => {
                 match (getattr(old, n, tupdesc), getattr(self.tuple, n, tupdesc)) {
@@ -88,14 +87,16 @@ impl Firing<'_> {
         is_short_text(&self.setup.att, self.tuple, self.setup.text_att, self.tupdesc())
     }
 
-    /// Notes an UPDATE of a partition's row (for a later move of the row: `crate::partitions`).
-    unsafe fn note_update(&self, fp: Option<u64>) {
+    /// Notes an UPDATE of a partition's row (for a later move of the row: `crate::partitions`),
+    /// and whether it changed the text or the scope (`changed`).
+    unsafe fn note_update(&self, fp: Option<u64>, changed: bool) {
         if let (true, Some(old)) = (self.is_partition(), self.old) {
             crate::partitions::note_update(
                 &*self.td.tg_trigger,
                 (*self.td.tg_relation).rd_id,
                 (*old).t_self,
                 fp,
+                changed,
             );
         }
     }
@@ -155,7 +156,7 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
         let stored = getattr(tuple, fp_att, tupdesc);
         let before = getattr(old, fp_att, tupdesc);
         if let Some(token) = Value::unchanged(&firing.setup.att, before, stored) {
-            firing.note_update(token);
+            firing.note_update(token, false);
             return pg_sys::Datum::from(tuple);
         }
     }
@@ -166,9 +167,19 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     columns.extend(value.band_values(&firing.setup.kept_bands, &att.method));
     // While an online attach runs, rows are fingerprinted but not checked (src/online.rs).
     let checking = att.mode != Mode::None && !firing.setup.attaching;
-    // The INSERT half of a row moved to another partition is no new text.
-    let moved =
-        firing.is_partition() && old.is_none() && crate::partitions::is_row_move(&*td.tg_trigger, token);
+    // The INSERT half of a row moved to another partition is no new text: checked (after its
+    // write, by the check trigger) only if the UPDATE changed the text or the scope.
+    let after = firing.setup.checks_after(old.is_some());
+    let keyless = firing.setup.keyless();
+    let moved = if firing.is_partition() && old.is_none() {
+        crate::partitions::is_row_move(&*td.tg_trigger, token)
+    } else {
+        None
+    };
+    if let (Some(changed), true) = (moved, after && keyless) {
+        crate::partitions::note_move_insert((*td.tg_relation).rd_id, &firing.setup.att.text_column, token, changed);
+    }
+    let moved = moved.is_some();
     if let (true, true, Value::SimHash(fp)) = (
         checking && text_changed,
         firing.setup.registered_att.is_some(),
@@ -177,15 +188,41 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
         check_registered(&firing, *fp);
         return firing.modified(&columns);
     }
-    if checking && (text_changed || scope_changed) && !moved && !firing.is_short() {
+    // Checked after the write alone: 'error' mode with the triggers of 0.12.0 (§8.2).
+    let after_only = after && keyless && att.mode == Mode::Error;
+    if checking && (text_changed || scope_changed) && !moved && !after_only && !firing.is_short() {
         match check(&firing, &value) {
             Verdict::Skip => return pg_sys::Datum::from(0),
             Verdict::Flag(column, value) => columns.push((column, value)),
             Verdict::Write => {}
         }
     }
-    firing.note_update(token);
+    firing.note_update(token, text_changed || scope_changed);
     firing.modified(&columns)
+}
+
+/// Whether two values of the text column (None: NULL) are the same text: the same stored bytes
+/// (a toast pointer compares without detoasting), or, stored differently (compressed or not,
+/// inline or toasted: `SET body = body || ''`), the same value (issue 48, W2).
+unsafe fn same_text(a: Option<pg_sys::Datum>, b: Option<pg_sys::Datum>) -> bool {
+    if same_stored_bytes(a, b) {
+        return true;
+    }
+    let (Some(a), Some(b)) = (a, b) else { return false };
+    let (pa, pb) = (
+        pg_sys::pg_detoast_datum_packed(a.cast_mut_ptr()),
+        pg_sys::pg_detoast_datum_packed(b.cast_mut_ptr()),
+    );
+    let bytes = |p: *mut pg_sys::varlena| {
+        std::slice::from_raw_parts(pgrx::vardata_any(p) as *const u8, pgrx::varsize_any_exhdr(p))
+    };
+    let same = bytes(pa) == bytes(pb);
+    for (p, d) in [(pa, a), (pb, b)] {
+        if p != d.cast_mut_ptr() {
+            pg_sys::pfree(p.cast());
+        }
+    }
+    same
 }
 
 /// Whether the text (attribute `text_att`) of `tuple` is shorter than `att.min_length`.
@@ -278,9 +315,11 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
                 flag_attr,
                 ext_schema: firing.ext_schema,
                 // simhash_check_trigger() checks the row once it is written (crate::write::deferred).
-                checked_after: firing.old.is_none() && setup.checks_inserts_after(),
-                table_checks_after: setup.checks_inserts_after(),
+                checked_after: setup.checks_after(firing.old.is_some()) && att.mode == Mode::Error,
+                table_checks_after: setup.checks_inserts_after() && !setup.keyless(),
                 verifier: verifier.as_ref(),
+                keyless: setup.keyless() && setup.checks_after(firing.old.is_some()),
+                ignore: None,
             },
         ),
     };
@@ -302,66 +341,158 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
     }
 }
 
-/// `simhash_check_trigger()` on a written row: SimHash's check of an INSERT of `'error'` mode, noted
-/// for the statement's end, or made at once outside a statement's executor (COPY).
+/// `simhash_check_trigger()` on a written row: its check after the write (docs/ARCHITECTURE.md
+/// §8.2), noted for the statement's end, or made at once outside a statement's executor (COPY). A
+/// row the BEFORE trigger left unchanged (an UPDATE that kept the text and the scope, the INSERT
+/// half of a row move that changed neither), a short text, a row already flagged and a NULL value
+/// are not checked.
 ///
 /// # Safety
 /// `td` must be the trigger data of a call of `simhash_check_trigger()`.
-pub unsafe fn on_inserted(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) -> pg_sys::Datum {
+pub unsafe fn on_written(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) -> pg_sys::Datum {
     let event = td.tg_event;
+    let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
     if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_AFTER
         || event & pg_sys::TRIGGER_EVENT_ROW == 0
-        || event & pg_sys::TRIGGER_EVENT_OPMASK != pg_sys::TRIGGER_EVENT_INSERT
+        || !(op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_UPDATE)
     {
-        trigger_error("simhash_check_trigger() must run AFTER INSERT FOR EACH ROW");
+        trigger_error("simhash_check_trigger() must run AFTER INSERT OR UPDATE FOR EACH ROW");
     }
     let setup = setup_of(td);
-    // The rows of the statement are written: the keys their BEFORE triggers took can go.
+    // The rows of the statement are written: the keys their BEFORE triggers took can go (the older
+    // designs' keys; 0.12.0's triggers take none).
     crate::check::locks::release_row(setup.attached_table);
-    // Unpaired (the BEFORE trigger disabled alone, a partition), the BEFORE trigger checks.
-    if !setup.checks_inserts_after() {
+    let update = op == pg_sys::TRIGGER_EVENT_UPDATE;
+    // Unpaired (the BEFORE trigger disabled alone), the BEFORE trigger checks.
+    if !setup.checks_after(update) {
         return pg_sys::Datum::from(0);
     }
     let rel = td.tg_relation;
-    let tuple = td.tg_trigtuple;
-    let Some(fp) = getattr(tuple, setup.fp_att, (*rel).rd_att).map(|d| d.value() as i64 as u64) else {
+    let tupdesc = (*rel).rd_att;
+    let (tuple, old) = if update {
+        (td.tg_newtuple, Some(td.tg_trigtuple))
+    } else {
+        (td.tg_trigtuple, None)
+    };
+    let Some(stored) = getattr(tuple, setup.fp_att, tupdesc) else {
         return pg_sys::Datum::from(0);
     };
-    if is_short_text(&setup.att, tuple, setup.text_att, (*rel).rd_att) {
-        return pg_sys::Datum::from(0);
+    let text = getattr(tuple, setup.text_att, tupdesc);
+    if let Some(old) = old {
+        let scope_same = setup.scope.is_none_or(|(n, equal, collation)| {
+            match (getattr(old, n, tupdesc), getattr(tuple, n, tupdesc)) {
+                (None, None) => true,
+                (Some(a), Some(b)) => pg_sys::FunctionCall2Coll(equal, collation, a, b).value() != 0,
+                _ => false,
+            }
+        });
+        if scope_same && same_text(getattr(old, setup.text_att, tupdesc), text) {
+            return pg_sys::Datum::from(0);
+        }
     }
+    // The stored value must be that of the stored text: a BEFORE trigger that fires after the
+    // extension's and changes the text would leave a row its check and every lookup misjudge.
+    let value = Value::of(&setup.att, text.map(|d| Text::from_raw_datum(d)));
+    if !value.is_stored(stored) {
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_TRIGGERED_DATA_CHANGE_VIOLATION,
+            message: format!(
+                "simhash_trigger: column \"{}\" of table \"{}\" was changed after its {} was computed",
+                setup.att.text_column,
+                relation_name(rel),
+                setup.att.method.value_name()
+            ),
+            detail: Some(format!(
+                "A BEFORE trigger that fires after \"{}\" changed the text.",
+                setup.att.trigger_name()
+            )),
+            hint: Some(format!(
+                "Triggers fire in the order of their names: rename that trigger to sort before \"{}\".",
+                setup.att.trigger_name()
+            )),
+        });
+    }
+    // A row is noted for the statement's end even when it is not checked, so that the rows written
+    // after it in the statement are told apart from it (statement order).
+    let unchanged_move = !update
+        && crate::partitions::take_move_insert((*rel).rd_id, &setup.att.text_column, value.token()) == Some(false);
+    let flagged = setup.att.mode == Mode::Flag
+        && setup.flag_att.is_some_and(|n| getattr(tuple, n, tupdesc).is_some());
+    let check = !unchanged_move && !flagged && !is_short_text(&setup.att, tuple, setup.text_att, tupdesc);
     let tid = (*tuple).t_self;
     if crate::write::deferred::in_statement() {
-        crate::write::deferred::note(rel, &*td.tg_trigger, &setup, ext_schema, fp, tid);
-    } else {
-        let tupdesc = (*rel).rd_att;
-        let text_att = setup.text_att;
-        let verifier = Verifier::of_datum(&setup.att, Asked::default(), move || {
-            getattr(tuple, text_att, tupdesc)
-        });
-        let row = Written {
-            heap: rel,
-            attached_table: setup.attached_table,
-            fp,
-            fp_attnum: setup.fp_att as i16,
-            self_tid: tid,
-            scope: None,
-            copy: Some(CopyCommand::of(tuple)),
-            verifier: verifier.as_ref(),
+        let fp = match value {
+            Value::SimHash(fp) => fp,
+            Value::MinHash(_) => None,
         };
-        // The row is written: no keys are needed for its check (§8.5).
-        let (key_columns, nearest) = settle(
-            ext_schema,
-            &setup.att,
-            setup.att.simhash_only("the statement-end check"),
-            &row,
-            None,
-            &|| {},
-        );
-        if let Some(n) = nearest {
-            raise_duplicate(&setup.att, &relation_name(rel), &key_columns, &n);
+        crate::write::deferred::note(rel, &*td.tg_trigger, &setup, ext_schema, fp, tid, check);
+    } else {
+        let copy = CopyCommand::of(tuple);
+        if check {
+            check_written_row(rel, &setup, ext_schema, tuple, &|_, slot| copy.not_checked_yet(slot));
         }
-        CopyCommand::of(tuple).checked(tid);
+        copy.checked(tid);
     }
     pg_sys::Datum::from(0)
+}
+
+/// Checks the row `tuple` written into `rel` after its write, with no keys (§8.2, §8.3): its nearest
+/// near-duplicate under a dirty snapshot, waiting for the transactions of any in progress, itself
+/// and the rows `ignore` names left out. Raises `23505` in `'error'` mode; in `'skip'` and `'flag'`
+/// mode, whose check before the write found none, a near-duplicate found now was written
+/// concurrently, after that check: `40001`, and a retry skips or flags the row.
+///
+/// # Safety
+/// `tuple` must be a row of `rel` (open) that this transaction wrote, valid through the call.
+pub unsafe fn check_written_row(
+    rel: pg_sys::Relation,
+    setup: &Setup,
+    ext_schema: &dyn Fn() -> String,
+    tuple: pg_sys::HeapTuple,
+    ignore: &dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool,
+) {
+    let att = &setup.att;
+    let tupdesc = (*rel).rd_att;
+    let Some(value) = Value::from_stored(att, getattr(tuple, setup.fp_att, tupdesc)) else {
+        return;
+    };
+    let scope = setup.scope.map(|(n, equal, collation)| {
+        getattr(tuple, n, tupdesc).map(|value| ScopeFilter {
+            column: att.scope_column.as_deref().unwrap_or_default(),
+            value,
+            equal,
+            collation,
+        })
+    });
+    // A row whose scope value is NULL is in no scope: nobody's duplicate (as NULLs in a unique key).
+    if let Some(None) = scope {
+        return;
+    }
+    let text_att = setup.text_att;
+    let verifier = Verifier::of_datum(att, Asked::default(), move || getattr(tuple, text_att, tupdesc));
+    let nearest = crate::method::nearest(
+        att,
+        &value,
+        &WrittenRow {
+            heap: rel,
+            attached_table: setup.attached_table,
+            value_attnum: setup.fp_att as i16,
+            old_tid: Some((*tuple).t_self),
+            scope: scope.as_ref().and_then(Option::as_ref),
+            flag_attr: None,
+            ext_schema,
+            checked_after: false,
+            table_checks_after: false,
+            verifier: verifier.as_ref(),
+            keyless: true,
+            ignore: Some(ignore),
+        },
+    );
+    if let Some((key_columns, n)) = nearest {
+        let table = relation_name(rel);
+        match att.mode {
+            Mode::Error => raise_duplicate(att, &table, &key_columns, &n),
+            _ => crate::check::report::raise_concurrent(att, &table),
+        }
+    }
 }

@@ -36,8 +36,13 @@ pub unsafe fn most_similar(
 ) -> Option<(String, Nearest)> {
     let keys = band_keys(sig, settings);
     let lock_keys = band_lock_keys(&keys);
+    if row.checked_after && row.keyless {
+        return None;
+    }
     loop {
-        lock_row(row.attached_table, &lock_keys, false);
+        if !row.keyless {
+            lock_row(row.attached_table, &lock_keys, false);
+        }
         let found = search(att, settings, sig, &keys, row);
         let Some((similarity, table, tid)) = found.best else {
             match found.pending {
@@ -116,6 +121,7 @@ unsafe fn search(
             scope: row.scope.zip(scope_attnum),
             exclude,
             verifier: row.verifier,
+            ignore: row.ignore.map(|f| (f, table)),
         };
         let lsh_attnum = column(&att.band_columns()[0]);
         let snapshot = dirty.ptr();
@@ -125,9 +131,9 @@ unsafe fn search(
                 let fetch = HeapFetch::begin(rel);
                 scan_band_index(index, keys, snapshot, &mut |tid| {
                     pg_sys::check_for_interrupts!();
-                    if fetch.fetch(tid, snapshot, slot) {
-                        table_search.consider(slot, &dirty, &mut found, table);
-                    }
+                    fetch.fetch_each(tid, snapshot, slot, &mut |slot| {
+                        table_search.consider(slot, &dirty, &mut found, table)
+                    });
                 });
                 drop(fetch);
                 pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
@@ -150,6 +156,7 @@ struct TableSearch<'a> {
     scope: Option<(&'a ScopeFilter<'a>, i16)>,
     exclude: Option<pg_sys::ItemPointerData>,
     verifier: Option<&'a Verifier>,
+    ignore: Option<(&'a dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool, pg_sys::Oid)>,
 }
 
 impl TableSearch<'_> {
@@ -167,6 +174,9 @@ impl TableSearch<'_> {
             .exclude
             .is_some_and(|mut x| pg_sys::ItemPointerEquals(&mut x, &mut (*slot).tts_tid))
         {
+            return;
+        }
+        if self.ignore.is_some_and(|(f, table)| f(table, slot)) {
             return;
         }
         // Read before the verification, which may fetch a toasted text.

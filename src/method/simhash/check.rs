@@ -60,7 +60,7 @@ unsafe fn nearest_row(att: &Attachment, sim: &SimHashSettings, row: &Written) ->
             } as pg_sys::LOCKMODE,
         };
         search_table(&search, &mut |d, slot| {
-            if row.copy.is_some_and(|copy| copy.not_checked_yet(slot)) {
+            if row.copy.is_some_and(|copy| copy.not_checked_yet(slot)) || row.ignore.is_some_and(|f| f(table, slot)) {
                 return;
             }
             let in_scope = match (row.scope, scope_attnum) {
@@ -176,7 +176,9 @@ pub unsafe fn check_written(
 ) -> Option<(String, Nearest)> {
     let keys = part_keys(fp, sim.max_distance as u32);
     if row.checked_after {
-        lock_written(row.attached_table, &keys);
+        if !row.keyless {
+            lock_written(row.attached_table, &keys);
+        }
         return None;
     }
     let written = Written {
@@ -188,9 +190,12 @@ pub unsafe fn check_written(
         scope: row.scope,
         copy: None,
         verifier: row.verifier,
+        ignore: row.ignore,
     };
     let (key_columns, nearest) = settle(row.ext_schema, att, sim, &written, row.flag_attr, &|| {
-        lock_row(row.attached_table, &keys, row.table_checks_after)
+        if !row.keyless {
+            lock_row(row.attached_table, &keys, row.table_checks_after)
+        }
     });
     nearest.map(|n| (key_columns, n))
 }

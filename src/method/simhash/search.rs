@@ -305,19 +305,30 @@ impl HeapFetch {
         HeapFetch(begin(heap), heap)
     }
 
-    /// Stores in `slot` the version of the row at `tid` that `snapshot` sees, if any.
-    pub unsafe fn fetch(
+    /// Calls `visit` with each version of the row at `tid` that `snapshot` sees, in `slot`: one at
+    /// most under an MVCC snapshot; under a dirty snapshot every visible member of the HOT chain
+    /// (the old version of a row being updated and its new one, docs/ARCHITECTURE.md §8.2), as an
+    /// index scan under a non-MVCC snapshot and PostgreSQL's exclusion check see them.
+    pub unsafe fn fetch_each(
         &self,
         mut tid: pg_sys::ItemPointerData,
         snapshot: pg_sys::Snapshot,
         slot: *mut pg_sys::TupleTableSlot,
-    ) -> bool {
+        visit: &mut dyn FnMut(*mut pg_sys::TupleTableSlot),
+    ) {
         let fetch = (*(*self.1).rd_tableam)
             .index_fetch_tuple
             .expect("table AM fetches by TID");
         let (mut call_again, mut all_dead) = (false, false);
-        // An MVCC snapshot sees at most one version of a HOT chain: one call suffices.
-        fetch(self.0, &mut tid, snapshot, slot, &mut call_again, &mut all_dead)
+        loop {
+            if !fetch(self.0, &mut tid, snapshot, slot, &mut call_again, &mut all_dead) {
+                return;
+            }
+            visit(slot);
+            if !call_again {
+                return;
+            }
+        }
     }
 }
 
@@ -447,9 +458,7 @@ impl Searcher<'_> {
             self.counts.heap_fetches += 1;
             let fetch = fetch.get_or_insert_with(|| HeapFetch::begin(self.heap));
             let slot = self.slot();
-            if fetch.fetch(tid, self.snapshot, slot) {
-                self.found(d, slot);
-            }
+            fetch.fetch_each(tid, self.snapshot, slot, &mut |slot| self.found(d, slot));
         }
     }
 
@@ -471,10 +480,7 @@ impl Searcher<'_> {
                     break;
                 }
                 self.counts.candidates += 1;
-                if let Some(distance) = self.scanned_entry(scan, index, band) {
-                    let slot = self.slot();
-                    self.found(distance, slot);
-                }
+                self.scanned_entry(scan, index, band);
             }
         }
         if let Some(scan) = scan {
@@ -482,27 +488,30 @@ impl Searcher<'_> {
         }
     }
 
-    /// The distance of the index entry `scan` is on, when it is within reach and its row is visible
-    /// (then in the slot): checked from the entry's fingerprint before the heap where the index
-    /// includes it, else from the row's.
-    unsafe fn scanned_entry(
-        &mut self,
-        scan: pg_sys::IndexScanDesc,
-        index: &BandIndex,
-        band: u32,
-    ) -> Option<u32> {
-        match index.fp_attno {
-            Some(attno) => {
-                let d = self.plan.accepts(band, index_entry_fp(scan, attno)?)?;
-                self.counts.heap_fetches += 1;
-                pg_sys::index_fetch_heap(scan, self.slot()).then_some(d)
+    /// Passes on each version of the row of the index entry `scan` is on that is within reach and
+    /// visible (every member of its HOT chain a dirty snapshot sees, §8.2): checked from the entry's
+    /// fingerprint before the heap where the index includes it, else from each version's.
+    unsafe fn scanned_entry(&mut self, scan: pg_sys::IndexScanDesc, index: &BandIndex, band: u32) {
+        let entry_distance = match index.fp_attno {
+            Some(attno) => match index_entry_fp(scan, attno).and_then(|fp| self.plan.accepts(band, fp)) {
+                Some(d) => Some(d),
+                None => return,
+            },
+            None => None,
+        };
+        loop {
+            self.counts.heap_fetches += 1;
+            let slot = self.slot();
+            if !pg_sys::index_fetch_heap(scan, slot) {
+                return;
             }
-            None => {
-                self.counts.heap_fetches += 1;
-                if !pg_sys::index_fetch_heap(scan, self.slot()) {
-                    return None;
-                }
-                self.plan.accepts(band, slot_fp(self.slot(), self.fp_attnum)?)
+            let distance =
+                entry_distance.or_else(|| self.plan.accepts(band, slot_fp(slot, self.fp_attnum)?));
+            if let Some(d) = distance {
+                self.found(d, slot);
+            }
+            if !(*scan).xs_heap_continue {
+                return;
             }
         }
     }

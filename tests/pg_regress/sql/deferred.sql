@@ -71,7 +71,7 @@ SELECT pg_temp.outcome($$INSERT INTO posts VALUES (19, 'The bridge repairs will 
 ALTER TABLE posts ENABLE TRIGGER "simhash_content$chk";
 SELECT simhash_detach('posts');
 SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'posts'::regclass;
--- Only 'error' mode on a plain table gets the check trigger.
+-- Every mode that checks gets the check trigger (AFTER INSERT OR UPDATE since 0.12.0).
 CREATE TABLE skipped (id int PRIMARY KEY, body text);
 SELECT simhash_attach('skipped', 'body', on_duplicate => 'skip', verify => false);
 SELECT count(*) AS triggers FROM pg_trigger WHERE tgrelid = 'skipped'::regclass;
