@@ -165,7 +165,9 @@ pub fn note_move_insert(table: pg_sys::Oid, column: &str, token: Option<u64>, ch
 pub fn take_move_insert(table: pg_sys::Oid, column: &str, token: Option<u64>) -> Option<bool> {
     MOVE_INSERTS.with(|m| {
         let mut m = m.borrow_mut();
-        let at = m.iter().position(|(t, n, k, _)| *t == table && n == column && *k == token)?;
+        let at = m
+            .iter()
+            .position(|(t, n, k, _)| *t == table && n == column && *k == token)?;
         Some(m.remove(at).3)
     })
 }

@@ -55,7 +55,7 @@ pub struct Written<'a> {
     /// The verification of candidates against the row's text, when the attachment verifies.
     pub verifier: Option<&'a crate::check::verify::Verifier>,
     /// Rows found that do not count (`crate::method::WrittenRow::ignore`).
-    pub ignore: Option<&'a dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool>,
+    pub ignore: Option<&'a crate::method::common::Ignore<'a>>,
 }
 
 /// The command of a COPY, whose rows `simhash_check_trigger()` checks one by one after each batch

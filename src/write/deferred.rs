@@ -185,7 +185,14 @@ pub unsafe fn note(
             }
         }
     });
-    PENDING.with(|p| p.borrow_mut().push(Pending { group, fp, tid, check }));
+    PENDING.with(|p| {
+        p.borrow_mut().push(Pending {
+            group,
+            fp,
+            tid,
+            check,
+        })
+    });
 }
 
 /// Checks the rows noted from position `start` on, raising the error of the first near-duplicate.
@@ -219,10 +226,8 @@ unsafe fn check_from(start: usize) {
         }
         let rel = pg_sys::table_open(group.relid, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
         // SimHash rows of an ordinary table without a scope: one pass over the band indexes.
-        let simhash: Option<Vec<(u64, pg_sys::ItemPointerData)>> = mine
-            .iter()
-            .map(|&(fp, tid, _)| fp.map(|fp| (fp, tid)))
-            .collect();
+        let simhash: Option<Vec<(u64, pg_sys::ItemPointerData)>> =
+            mine.iter().map(|&(fp, tid, _)| fp.map(|fp| (fp, tid))).collect();
         match simhash {
             Some(rows)
                 if group.setup.scope.is_none()
@@ -240,7 +245,11 @@ unsafe fn check_from(start: usize) {
 /// Checks the rows `mine` of one group one by one, in the order written (a partition's, a scoped
 /// attachment's, MinHash's): each against every row of the attached table but itself and the
 /// group's rows written after it (`crate::write::trigger::check_written_row`).
-unsafe fn check_rows(rel: pg_sys::Relation, group: &Group, mine: &[(Option<u64>, pg_sys::ItemPointerData, bool)]) {
+unsafe fn check_rows(
+    rel: pg_sys::Relation,
+    group: &Group,
+    mine: &[(Option<u64>, pg_sys::ItemPointerData, bool)],
+) {
     let relid = (*rel).rd_id;
     let order: HashMap<(u16, u16, u16), usize> = mine
         .iter()

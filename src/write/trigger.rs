@@ -177,7 +177,12 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
         None
     };
     if let (Some(changed), true) = (moved, after && keyless) {
-        crate::partitions::note_move_insert((*td.tg_relation).rd_id, &firing.setup.att.text_column, token, changed);
+        crate::partitions::note_move_insert(
+            (*td.tg_relation).rd_id,
+            &firing.setup.att.text_column,
+            token,
+            changed,
+        );
     }
     let moved = moved.is_some();
     if let (true, true, Value::SimHash(fp)) = (
@@ -415,9 +420,12 @@ pub unsafe fn on_written(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Stri
     // A row is noted for the statement's end even when it is not checked, so that the rows written
     // after it in the statement are told apart from it (statement order).
     let unchanged_move = !update
-        && crate::partitions::take_move_insert((*rel).rd_id, &setup.att.text_column, value.token()) == Some(false);
+        && crate::partitions::take_move_insert((*rel).rd_id, &setup.att.text_column, value.token())
+            == Some(false);
     let flagged = setup.att.mode == Mode::Flag
-        && setup.flag_att.is_some_and(|n| getattr(tuple, n, tupdesc).is_some());
+        && setup
+            .flag_att
+            .is_some_and(|n| getattr(tuple, n, tupdesc).is_some());
     let check = !unchanged_move && !flagged && !is_short_text(&setup.att, tuple, setup.text_att, tupdesc);
     let tid = (*tuple).t_self;
     if crate::write::deferred::in_statement() {
@@ -429,7 +437,9 @@ pub unsafe fn on_written(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Stri
     } else {
         let copy = CopyCommand::of(tuple);
         if check {
-            check_written_row(rel, &setup, ext_schema, tuple, &|_, slot| copy.not_checked_yet(slot));
+            check_written_row(rel, &setup, ext_schema, tuple, &|_, slot| {
+                copy.not_checked_yet(slot)
+            });
         }
         copy.checked(tid);
     }

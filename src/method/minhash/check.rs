@@ -156,7 +156,7 @@ struct TableSearch<'a> {
     scope: Option<(&'a ScopeFilter<'a>, i16)>,
     exclude: Option<pg_sys::ItemPointerData>,
     verifier: Option<&'a Verifier>,
-    ignore: Option<(&'a dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool, pg_sys::Oid)>,
+    ignore: Option<(&'a crate::method::common::Ignore<'a>, pg_sys::Oid)>,
 }
 
 impl TableSearch<'_> {

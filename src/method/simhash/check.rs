@@ -60,7 +60,9 @@ unsafe fn nearest_row(att: &Attachment, sim: &SimHashSettings, row: &Written) ->
             } as pg_sys::LOCKMODE,
         };
         search_table(&search, &mut |d, slot| {
-            if row.copy.is_some_and(|copy| copy.not_checked_yet(slot)) || row.ignore.is_some_and(|f| f(table, slot)) {
+            if row.copy.is_some_and(|copy| copy.not_checked_yet(slot))
+                || row.ignore.is_some_and(|f| f(table, slot))
+            {
                 return;
             }
             let in_scope = match (row.scope, scope_attnum) {

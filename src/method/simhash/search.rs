@@ -505,8 +505,7 @@ impl Searcher<'_> {
             if !pg_sys::index_fetch_heap(scan, slot) {
                 return;
             }
-            let distance =
-                entry_distance.or_else(|| self.plan.accepts(band, slot_fp(slot, self.fp_attnum)?));
+            let distance = entry_distance.or_else(|| self.plan.accepts(band, slot_fp(slot, self.fp_attnum)?));
             if let Some(d) = distance {
                 self.found(d, slot);
             }

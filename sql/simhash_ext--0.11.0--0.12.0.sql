@@ -1,0 +1,130 @@
+-- simhash_ext 0.11.0 -> 0.12.0 (issue 48, docs/ARCHITECTURE.md section 8): every checked row is
+-- checked again after its write, with no keys. The check trigger (simhash_check_trigger(), AFTER
+-- INSERT before) fires AFTER INSERT OR UPDATE, and every attachment of this node that checks has one:
+-- every mode but 'none', partitioned tables, scopes and MinHash too (not the Citus registry, nor a
+-- Citus distributed table, whose shards keep their check before the write). The check itself is in
+-- the library.
+\echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.12.0'" to load this file. \quit
+
+-- sql/src/attach.sql: the check trigger where it applies now
+CREATE OR REPLACE FUNCTION simhash_internal.create_triggers(table_name regclass, args bytea, kind "char", dist_method "char")
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  d record;
+  names record;
+  arg_list text := (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a);
+  unsafe_triggers text;
+BEGIN
+  -- The triggers of the attachment that trigger arguments args record, on table_name of relkind
+  -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
+  -- simhash_trigger() before each row write, and on a table of this node (not Citus, not the
+  -- registry) in every mode that checks simhash_check_trigger(), which checks each written row
+  -- after its write, at the end of its statement (docs/ARCHITECTURE.md section 8.2).
+  SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
+  IF dist_method IS NOT NULL THEN
+    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
+    -- this trigger reads nothing but its own shard.
+    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
+  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                 names.trigger_name, table_name, arg_list);
+  IF d.on_duplicate <> 'none' AND kind IN ('r', 'p') AND dist_method IS NULL AND NOT d.registry THEN
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                   names.check_trigger_name, table_name, arg_list);
+  END IF;
+  IF dist_method IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.create_triggers(regclass, bytea, "char", "char") IS
+  'Creates the triggers of an attachment (simhash_trigger(), and simhash_check_trigger() where it applies)';
+
+-- sql/src/ddl.sql: a renamed text column keeps its check trigger's events
+CREATE OR REPLACE FUNCTION simhash_internal.rename_column_triggers(table_name regclass, trigger_name name, old_name name,
+                                                        new_name name, args text[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  old_names record;
+  new_names record;
+  enabled "char";
+  check_type int2;
+BEGIN
+  -- The trigger's arguments name the text column: trigger trigger_name is made again with the new
+  -- name (simhash_internal.rename_column()), enabled or disabled as it was, and so is the check trigger.
+  SELECT * INTO old_names FROM simhash_internal.object_names(table_name, old_name);
+  SELECT * INTO new_names FROM simhash_internal.object_names(table_name, new_name);
+  SELECT t.tgenabled INTO enabled FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = rename_column_triggers.trigger_name;
+  EXECUTE format('DROP TRIGGER %I ON %s', trigger_name, table_name);
+  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                 new_names.trigger_name, table_name, (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
+  IF enabled = 'D' THEN
+    EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.trigger_name);
+  END IF;
+  SELECT t.tgenabled, t.tgtype INTO enabled, check_type FROM pg_trigger t
+  WHERE t.tgrelid = table_name AND t.tgname = old_names.check_trigger_name;
+  IF FOUND THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', old_names.check_trigger_name, table_name);
+    -- AFTER INSERT OR UPDATE since 0.12.0 (tgtype bit 16: UPDATE), AFTER INSERT before.
+    EXECUTE format('CREATE TRIGGER %I AFTER %s ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                   new_names.check_trigger_name,
+                   CASE WHEN check_type & 16 <> 0 THEN 'INSERT OR UPDATE' ELSE 'INSERT' END, table_name,
+                   (SELECT string_agg(quote_literal(a), ', ') FROM unnest(args) a));
+    IF enabled = 'D' THEN
+      EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.check_trigger_name);
+    END IF;
+  END IF;
+  -- After an online attach, its bands constraint is named after the trigger (sql/src/online.sql).
+  IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = trigger_name || '$bands') THEN
+    EXECUTE format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', table_name, trigger_name || '$bands',
+                   new_names.trigger_name || '$bands');
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.rename_column_triggers(regclass, name, name, name, text[]) IS
+  'Remakes the triggers of an attached column being renamed with trigger arguments that name the new column, and renames its bands constraint';
+
+-- The check triggers of the attachments made before, made again as simhash_internal.create_triggers()
+-- makes them now, enabled as the attachment's trigger is.
+DO $upgrade$
+DECLARE
+  t record;
+  d record;
+  names record;
+  arg_list text;
+  distributed boolean;
+BEGIN
+  FOR t IN
+    SELECT g.tgrelid::regclass AS table_name, g.tgname, g.tgargs, g.tgenabled, c.relkind
+    FROM pg_catalog.pg_trigger g JOIN pg_catalog.pg_class c ON c.oid = g.tgrelid
+    WHERE g.tgfoid = '@extschema@.simhash_trigger()'::pg_catalog.regprocedure AND g.tgparentid = 0
+      AND c.relkind IN ('r', 'p')
+  LOOP
+    SELECT * INTO d FROM simhash_internal.decode_attachment(t.tgargs);
+    distributed := false;
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+      EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)'
+        INTO distributed USING t.table_name;
+    END IF;
+    CONTINUE WHEN d.on_duplicate = 'none' OR d.registry OR distributed;
+    SELECT * INTO names FROM simhash_internal.object_names(t.table_name, d.text_column);
+    arg_list := (SELECT pg_catalog.string_agg(pg_catalog.quote_literal(a), ', ')
+                 FROM pg_catalog.unnest(simhash_internal.trigger_args(t.tgargs)) a);
+    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS %I ON %s', names.check_trigger_name, t.table_name);
+    EXECUTE pg_catalog.format('CREATE TRIGGER %I AFTER INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                              names.check_trigger_name, t.table_name, arg_list);
+    EXECUTE pg_catalog.format('ALTER TABLE %s %s TRIGGER %I', t.table_name,
+                              CASE t.tgenabled WHEN 'D' THEN 'DISABLE' WHEN 'R' THEN 'ENABLE REPLICA'
+                                               WHEN 'A' THEN 'ENABLE ALWAYS' ELSE 'ENABLE' END,
+                              names.check_trigger_name);
+  END LOOP;
+END
+$upgrade$;
