@@ -114,6 +114,10 @@ BEGIN
       EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)'
         INTO distributed USING t.table_name;
     END IF;
+    -- A shard on a Citus worker keeps its trigger as Citus made it.
+    IF NOT distributed AND pg_catalog.to_regprocedure('pg_catalog.relation_is_a_known_shard(regclass)') IS NOT NULL THEN
+      EXECUTE 'SELECT pg_catalog.relation_is_a_known_shard($1)' INTO distributed USING t.table_name;
+    END IF;
     CONTINUE WHEN d.on_duplicate = 'none' OR d.registry OR distributed;
     SELECT * INTO names FROM simhash_internal.object_names(t.table_name, d.text_column);
     arg_list := (SELECT pg_catalog.string_agg(pg_catalog.quote_literal(a), ', ')
