@@ -2,8 +2,8 @@
 -- checked again after its write, with no keys. The check trigger (simhash_check_trigger(), AFTER
 -- INSERT before) fires AFTER INSERT OR UPDATE, and every attachment of this node that checks has one:
 -- every mode but 'none', partitioned tables, scopes and MinHash too (not the Citus registry, nor a
--- Citus distributed table, whose shards keep their check before the write). The check itself is in
--- the library.
+-- Citus distributed table, whose shards keep their check before the write). ALTER TABLE ... ATTACH
+-- PARTITION checks the new partition's rows. The checks themselves are in the library.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.12.0'" to load this file. \quit
 
 -- sql/src/attach.sql: the check trigger where it applies now
@@ -22,7 +22,7 @@ BEGIN
   -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
   -- simhash_trigger() before each row write, and on a table of this node (not Citus, not the
   -- registry) in every mode that checks simhash_check_trigger(), which checks each written row
-  -- after its write, at the end of its statement (docs/ARCHITECTURE.md section 8.2).
+  -- after its write, at the end of its statement.
   SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
   IF dist_method IS NOT NULL THEN
@@ -91,6 +91,35 @@ END
 $$;
 COMMENT ON FUNCTION simhash_internal.rename_column_triggers(regclass, name, name, name, text[]) IS
   'Remakes the triggers of an attached column being renamed with trigger arguments that name the new column, and renames its bands constraint';
+
+-- src/api/internal.rs: the check of a table's rows when it is attached as a partition
+CREATE FUNCTION simhash_internal."check_attached_partitions"() RETURNS void
+STRICT
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'check_attached_partitions_wrapper';
+
+-- sql/src/registry.sql: the ddl_command_end trigger calls it
+CREATE OR REPLACE FUNCTION simhash_internal.registry_ddl_command_end()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att record;
+BEGIN
+  -- The rows of a table just attached as a partition of an attached table are checked.
+  PERFORM simhash_internal.check_attached_partitions();
+  FOR att IN SELECT DISTINCT s.table_name, s.text_column
+             FROM pg_event_trigger_ddl_commands() c
+             JOIN pg_trigger t ON t.tgrelid = c.objid AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure
+             CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
+             WHERE c.classid = 'pg_class'::regclass AND s.registry LOOP
+    PERFORM simhash_internal.registry_view(att.table_name, att.text_column);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.registry_ddl_command_end() IS
+  'After ALTER TABLE: checks the rows of a table attached as a partition of an attached table; brings the view of a table attached with registry => true in step with it';
 
 -- The check triggers of the attachments made before, made again as simhash_internal.create_triggers()
 -- makes them now, enabled as the attachment's trigger is.

@@ -175,6 +175,7 @@ pub fn take_move_insert(table: pg_sys::Oid, column: &str, token: Option<u64>) ->
 /// Forgets the notes of moves (the end of a transaction).
 pub fn forget_moves() {
     MOVE_INSERTS.with(|m| m.borrow_mut().clear());
+    ATTACHING.with(|a| a.borrow_mut().clear());
 }
 
 fn local_transaction() -> u32 {
@@ -264,6 +265,17 @@ unsafe fn moved_to_another_partition(table: pg_sys::Oid, row: pg_sys::ItemPointe
 thread_local! {
     /// Set while the event trigger runs its own DDL, which fires it again.
     static IN_EVENT_TRIGGER: Cell<bool> = const { Cell::new(false) };
+}
+
+thread_local! {
+    /// Tables being attached as partitions by the current ALTER TABLE: (partitioned table, partition,
+    /// the extension's schema quoted), for the check of their rows at the command's end.
+    static ATTACHING: RefCell<Vec<(pg_sys::Oid, pg_sys::Oid, String)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The tables attached as partitions since the last call (noted by the ddl_command_start trigger).
+pub fn take_attaching() -> Vec<(pg_sys::Oid, pg_sys::Oid, String)> {
+    ATTACHING.with(|a| std::mem::take(&mut *a.borrow_mut()))
 }
 
 struct EventTriggerScope;
@@ -488,6 +500,8 @@ pub unsafe fn ddl_command_start(
                     } else {
                         prepare();
                     }
+                    // Its rows are checked once it is a partition (the ddl_command_end trigger).
+                    ATTACHING.with(|a| a.borrow_mut().push((parent, partition, ext_schema())));
                 }
             }
         }

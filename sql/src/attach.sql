@@ -204,7 +204,7 @@ BEGIN
   -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
   -- simhash_trigger() before each row write, and on a table of this node (not Citus, not the
   -- registry) in every mode that checks simhash_check_trigger(), which checks each written row
-  -- after its write, at the end of its statement (docs/ARCHITECTURE.md section 8.2).
+  -- after its write, at the end of its statement.
   SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
   IF dist_method IS NOT NULL THEN

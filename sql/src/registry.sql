@@ -468,6 +468,8 @@ AS $$
 DECLARE
   att record;
 BEGIN
+  -- The rows of a table just attached as a partition of an attached table are checked.
+  PERFORM simhash_internal.check_attached_partitions();
   FOR att IN SELECT DISTINCT s.table_name, s.text_column
              FROM pg_event_trigger_ddl_commands() c
              JOIN pg_trigger t ON t.tgrelid = c.objid AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure
@@ -478,7 +480,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION simhash_internal.registry_ddl_command_end() IS
-  'After ALTER TABLE of a table attached with registry => true, brings its view in step with it';
+  'After ALTER TABLE: checks the rows of a table attached as a partition of an attached table; brings the view of a table attached with registry => true in step with it';
 CREATE EVENT TRIGGER simhash_registry_ddl_command_end ON ddl_command_end
   WHEN TAG IN ('ALTER TABLE', 'ALTER VIEW', 'ALTER MATERIALIZED VIEW', 'ALTER FOREIGN TABLE')
   EXECUTE FUNCTION simhash_internal.registry_ddl_command_end();

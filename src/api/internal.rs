@@ -23,6 +23,13 @@ mod simhash_internal {
         args
     }
 
+    /// Checks the rows of the tables the current ALTER TABLE attached as partitions of an attached
+    /// table (`crate::write::partition_attach`): called by the ddl_command_end event trigger.
+    #[pg_extern(name = "check_attached_partitions")]
+    fn check_attached_partitions() {
+        crate::errors::in_extern(|| unsafe { crate::write::partition_attach::check_attached() })
+    }
+
     /// Splits `pg_trigger.tgargs` into its arguments, passed on untouched (in the server encoding, like
     /// every catalog name): what `CREATE TRIGGER` is given again when a trigger is remade.
     /// Its Rust name is 0.3.0's: that version's SQL calls this symbol until `ALTER EXTENSION ... UPDATE`.

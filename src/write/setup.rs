@@ -88,8 +88,14 @@ thread_local! {
 /// The trigger's [`Setup`] for the row in `td`, or the error of a trigger whose arguments or
 /// columns no longer fit.
 pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
-    let trigger = &*td.tg_trigger;
-    let rel = td.tg_relation;
+    setup_for(td.tg_relation, &*td.tg_trigger)
+}
+
+/// [`setup_of`] for `trigger` of the open table `rel`.
+///
+/// # Safety
+/// `trigger` must be one of `rel`'s triggers of `simhash_trigger()` or `simhash_check_trigger()`.
+pub unsafe fn setup_for(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> Setup {
     SETUPS.with(|setups| {
         setups.get_or_compute((trigger.tgoid, (*rel).rd_id), || {
             let Some(att) = Attachment::from_trigger(trigger) else {

@@ -461,11 +461,30 @@ pub unsafe fn check_written_row(
     tuple: pg_sys::HeapTuple,
     ignore: &dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool,
 ) {
+    if let Some((key_columns, n)) = written_row_duplicate(rel, setup, ext_schema, tuple, ignore) {
+        let table = relation_name(rel);
+        match setup.att.mode {
+            Mode::Error => raise_duplicate(&setup.att, &table, &key_columns, &n),
+            _ => crate::check::report::raise_concurrent(&setup.att, &table),
+        }
+    }
+}
+
+/// The nearest near-duplicate of the row `tuple` of `rel` found as [`check_written_row`] finds it,
+/// with the key columns of its table.
+///
+/// # Safety
+/// As [`check_written_row`].
+pub unsafe fn written_row_duplicate(
+    rel: pg_sys::Relation,
+    setup: &Setup,
+    ext_schema: &dyn Fn() -> String,
+    tuple: pg_sys::HeapTuple,
+    ignore: &dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool,
+) -> Option<(String, crate::check::report::Nearest)> {
     let att = &setup.att;
     let tupdesc = (*rel).rd_att;
-    let Some(value) = Value::from_stored(att, getattr(tuple, setup.fp_att, tupdesc)) else {
-        return;
-    };
+    let value = Value::from_stored(att, getattr(tuple, setup.fp_att, tupdesc))?;
     let scope = setup.scope.map(|(n, equal, collation)| {
         getattr(tuple, n, tupdesc).map(|value| ScopeFilter {
             column: att.scope_column.as_deref().unwrap_or_default(),
@@ -476,11 +495,11 @@ pub unsafe fn check_written_row(
     });
     // A row whose scope value is NULL is in no scope: nobody's duplicate (as NULLs in a unique key).
     if let Some(None) = scope {
-        return;
+        return None;
     }
     let text_att = setup.text_att;
     let verifier = Verifier::of_datum(att, Asked::default(), move || getattr(tuple, text_att, tupdesc));
-    let nearest = crate::method::nearest(
+    crate::method::nearest(
         att,
         &value,
         &WrittenRow {
@@ -497,12 +516,5 @@ pub unsafe fn check_written_row(
             keyless: true,
             ignore: Some(ignore),
         },
-    );
-    if let Some((key_columns, n)) = nearest {
-        let table = relation_name(rel);
-        match att.mode {
-            Mode::Error => raise_duplicate(att, &table, &key_columns, &n),
-            _ => crate::check::report::raise_concurrent(att, &table),
-        }
-    }
+    )
 }

@@ -72,3 +72,25 @@ SET session_replication_role = replica;
 INSERT INTO notes VALUES (8, 'The library on Main Street will close for renovation from March to June.');
 RESET session_replication_role;
 SELECT id, body_simhash IS NULL AS unfingerprinted FROM notes WHERE id = 8;
+
+-- ATTACH PARTITION of a table with rows: as a unique index does, an attachment in 'error' or 'skip'
+-- mode refuses a partition whose rows have near-duplicates in the table (or among themselves);
+-- without them it attaches, and its rows are checked against from then on.
+CREATE TABLE feed (id int, region text, body text, PRIMARY KEY (id, region)) PARTITION BY LIST (region);
+CREATE TABLE feed_a PARTITION OF feed FOR VALUES IN ('a');
+SELECT simhash_attach('feed', 'body', on_duplicate => 'error');
+INSERT INTO feed VALUES (1, 'a', 'Our choir meets every Thursday evening at seven in the hall behind the old stone church on Mill Lane, and new singers of every age are welcome to join us there.');
+CREATE TABLE feed_b (id int, region text, body text, PRIMARY KEY (id, region));
+INSERT INTO feed_b VALUES (2, 'b', 'Our choir meets every Thursday evening at seven in the hall behind the old stone church on Mill Lane, and new singers of every age are welcome to join us here.');
+ALTER TABLE feed ATTACH PARTITION feed_b FOR VALUES IN ('b');
+SELECT tableoid::regclass, id FROM feed ORDER BY id;
+-- Two near-duplicates within the new partition: refused too.
+UPDATE feed_b SET body = 'The museum will stay open late on Fridays through the end of the summer season.';
+INSERT INTO feed_b VALUES (3, 'b', 'The museum will stay open late on Fridays through the end of the summer holidays.');
+SELECT pg_temp.try($$ALTER TABLE feed ATTACH PARTITION feed_b FOR VALUES IN ('b')$$) AS within_partition;
+DELETE FROM feed_b WHERE id = 3;
+ALTER TABLE feed ATTACH PARTITION feed_b FOR VALUES IN ('b');
+SELECT tableoid::regclass, id, body_simhash = simhash(body) AS fingerprinted FROM feed ORDER BY id;
+SELECT pg_temp.try($$INSERT INTO feed VALUES (4, 'a', 'The museum will stay open late on Fridays through the end of the summer holidays.')$$) AS after_attach;
+
+DROP TABLE notes, groups, members, board, inbox, pages, feed, feed_b;
