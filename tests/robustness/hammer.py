@@ -9,9 +9,9 @@ statement's SQLSTATE is known and a COPY's client can pause between its rows.
 
 Each writer loops over transactions at a random isolation level (READ COMMITTED, REPEATABLE READ,
 SERIALIZABLE) of 1 to 4 random statements, each into a random table of TABLES, of a random kind
-(KINDS). The texts are drawn from 30 base paragraphs of 40-80 words: most writes use a base with one
-or two words changed (or none), so near-duplicates race all the time; the rest a fresh text of
-random words. Every written row's `note` names its writer, transaction and statement
+(KINDS). The texts (Texts): most writes use one of 30 base paragraphs of 40-80 words (a new
+pool every 2 s, 3 of them hot) with one or two words changed (or none), so near-duplicates race all
+the time; the rest a fresh text of random words. Every written row's `note` names its writer, transaction and statement
 (`w3.t57.s2`), which DIR/writer-N.log lists with their SQL, isolation level and outcome.
 
 An error with an expected SQLSTATE (23505, 40P01, 40001, 55P03) rolls the transaction back (or, in
@@ -170,14 +170,34 @@ def make_words(rng, n=3000):
 
 
 class Texts:
-    def __init__(self, seed, nbases=30):
-        rng = random.Random(seed)
-        self.words = make_words(rng)
-        self.bases = [[rng.choice(self.words) for _ in range(rng.randint(40, 80))] for _ in range(nbases)]
+    """Near-duplicates come from a pool of NBASES base paragraphs of 40-80 words, made anew every
+    EPOCH seconds (the same for every writer: the run's seed and the epoch's number), HOT of them
+    taking most writes: each epoch starts with bases no table holds yet, which the writers race to
+    write first."""
+
+    NBASES, HOT, EPOCH = 30, 3, 2.0
+
+    def __init__(self, seed, start):
+        self.seed = seed
+        self.start = start
+        self.words = make_words(random.Random(seed))
+        self.pools = {}
+        self.lock = threading.Lock()
+
+    def pool(self):
+        epoch = int((time.monotonic() - self.start) / self.EPOCH)
+        with self.lock:
+            if epoch not in self.pools:
+                rng = random.Random(self.seed * 100003 + epoch)
+                self.pools[epoch] = [[rng.choice(self.words) for _ in range(rng.randint(40, 80))]
+                                     for _ in range(self.NBASES)]
+            return self.pools[epoch]
 
     def near(self, rng):
-        """A base paragraph with 0 (one time in ten), 1 or 2 words changed."""
-        words = list(rng.choice(self.bases))
+        """A base paragraph (a hot one, two times in three) with 0 (one time in ten), 1 or 2 words
+        changed."""
+        pool = self.pool()
+        words = list(pool[rng.randrange(self.HOT)] if rng.random() < 0.67 else rng.choice(pool))
         for _ in range(rng.choice([0, 1, 1, 1, 1, 2, 2, 2, 2, 2])):
             words[rng.randrange(len(words))] = rng.choice(self.words)
         return " ".join(words)
@@ -257,7 +277,7 @@ class Writer:
         rows = []
         for _ in range(n):
             g = self.grp(t)
-            rows.append(f"{'\\N' if g is None else g}\t{self.texts.any(self.rng)}\t{tag}\n")
+            rows.append((NULL_COPY if g is None else str(g)) + "\t" + self.texts.any(self.rng) + "\t" + tag + "\n")
         return f"COPY {t} (grp, body, note) FROM STDIN", rows, n
 
     def k_update_near(self, t, tag):
@@ -383,7 +403,7 @@ class Writer:
                 self.conn.query("ROLLBACK")
                 self.write_log(f"w{self.n}.t{self.txn} ROLLBACK")
                 return
-            time.sleep(rng.uniform(0, 0.008))
+            time.sleep(rng.uniform(0, 0.02))
         end = "ROLLBACK" if rng.random() < 0.05 else "COMMIT"
         try:
             cmd, _ = self.conn.query(end)
@@ -393,6 +413,9 @@ class Writer:
         except PgError as e:
             self.stats.error("(commit)", "commit", e, f"w{self.n}.t{self.txn} {iso} COMMIT")
             self.write_log(f"w{self.n}.t{self.txn} {end}: ERROR {e.code} {e.message}")
+
+
+NULL_COPY = "\\N"
 
 
 def lit_g(g):
@@ -469,9 +492,9 @@ def main():
     p.add_argument("--out", required=True)
     args = p.parse_args()
 
-    texts = Texts(args.seed)
-    stats = Stats(args.out)
     start = time.monotonic()
+    texts = Texts(args.seed, start)
+    stats = Stats(args.out)
     deadline = start + args.seconds
     writers = [Writer(n, args, texts, stats, deadline) for n in range(1, args.writers + 1)]
     threads = [threading.Thread(target=w.run, daemon=True) for w in writers]

@@ -162,6 +162,12 @@ SQL
     expect "$db: the flag trigger of the old version flagged the near-duplicate" \
         "$(q "$db" -c "SELECT note_duplicate_of FROM notes WHERE code = 'dup'")" n7
 
+    # The update made the check trigger (AFTER INSERT OR UPDATE) of every attachment that checks.
+    expect "$db: every checking attachment has its check trigger after the update" \
+        "$(q "$db" -c "SELECT count(*) FILTER (WHERE EXISTS (SELECT FROM pg_trigger c WHERE c.tgrelid = t.tgrelid
+                                     AND c.tgfoid = 'simhash_check_trigger'::regproc AND c.tgtype & 20 = 20)) || '/' || count(*)
+                       FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid
+                       WHERE t.tgfoid = 'simhash_trigger'::regproc AND r.relname IN ('articles', 'notes', 'late')")" 3/3
     # The trigger and the lookups work with the new version.
     expect "$db: the trigger rejects a near-duplicate (23505)" \
         "$(sqlstate "$db" "INSERT INTO articles (title, body) VALUES ('dup', $near_dup_of_row1)")" 23505
