@@ -108,11 +108,14 @@ impl Shingles {
 }
 
 /// The shingle options a SimHash attachment is verified with: MinHash's defaults (the 'word'
-/// tokenizer, shingles per script, stop words kept), folding traditional Chinese when the SimHash
-/// options fold.
+/// tokenizer, shingles per script), folding traditional Chinese when the SimHash options fold, and
+/// dropping stop words when the SimHash options drop them: what the fingerprint does not see, the
+/// verification does not count either, so that padding a probe with stop words cannot move the
+/// verified similarity while the fingerprint stays within reach (issue 49: a step oracle).
 pub fn for_simhash(options: &Options) -> MinHashOptions {
     MinHashOptions {
         fold: options.fold,
+        stopwords: options.stopwords,
         ..MinHashOptions::default()
     }
 }

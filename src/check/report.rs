@@ -100,7 +100,7 @@ pub unsafe fn describe_row(
         let lookup = lookups.entry(cache_key).or_insert_with(|| prepare_lookup(relid));
         (lookup.plan, lookup.key_columns.clone(), lookup.key_names.clone())
     });
-    let visible = key_visible(attached, key_names.as_deref());
+    let visible = key_visible(attached, key_names.as_deref(), &att.text_column);
     let mut tid = tid;
     let mut values = [pg_sys::Datum::from(&mut tid as *mut pg_sys::ItemPointerData)];
     let nulls = [b' ' as std::ffi::c_char];
@@ -164,19 +164,29 @@ pub unsafe fn describe_row(
 }
 
 /// Whether the writer may be told the key (columns `names`, None for ctid) of a row of the attached
-/// table `attached`; not when a key column is missing from it.
-unsafe fn key_visible(attached: pg_sys::Oid, names: Option<&[String]>) -> bool {
+/// table `attached`, and its measure: only when it may SELECT the key columns and the text column
+/// `text_column` (a distance or similarity is read from the text; issue 49), as PostgreSQL shows a
+/// unique violation's key only to a role that may SELECT every column of the index; not when a
+/// column is missing from it.
+unsafe fn key_visible(attached: pg_sys::Oid, names: Option<&[String]>, text_column: &str) -> bool {
     use crate::privileges::{may_see_key, Columns};
-    let Some(names) = names else {
-        return may_see_key(attached, Columns::Table);
-    };
     let rel = pg_sys::RelationIdGetRelation(attached);
     if rel.is_null() {
         return false;
     }
-    let attnums: Option<Vec<i16>> = names.iter().map(|n| attnum_of((*rel).rd_att, n)).collect();
+    let text = attnum_of((*rel).rd_att, text_column);
+    let attnums: Option<Option<Vec<i16>>> =
+        names.map(|names| names.iter().map(|n| attnum_of((*rel).rd_att, n)).collect());
     pg_sys::RelationClose(rel);
-    attnums.is_some_and(|attnums| may_see_key(attached, Columns::Some(&attnums)))
+    let Some(text) = text else { return false };
+    match attnums {
+        None => may_see_key(attached, Columns::Table) && may_see_key(attached, Columns::Some(&[text])),
+        Some(None) => false,
+        Some(Some(mut attnums)) => {
+            attnums.push(text);
+            may_see_key(attached, Columns::Some(&attnums))
+        }
+    }
 }
 
 /// A similarity as messages show it: three decimals.

@@ -37,6 +37,8 @@ pub struct Verifier {
     text_column: String,
     query: RefCell<Option<QueryText>>,
     shingles: OnceCell<Option<Shingles>>,
+    /// The byte length of the text checked (UTF-8), once read.
+    query_bytes: std::cell::Cell<usize>,
     attnums: RefCell<Vec<(pg_sys::Oid, i16)>>,
 }
 
@@ -57,6 +59,7 @@ impl Verifier {
             text_column: att.text_column.clone(),
             query: RefCell::new(Some(Box::new(query))),
             shingles: OnceCell::new(),
+            query_bytes: std::cell::Cell::new(0),
             attnums: RefCell::new(Vec::new()),
         })
     }
@@ -83,7 +86,10 @@ impl Verifier {
                     .borrow_mut()
                     .take()
                     .expect("the query text is read once");
-                query().map(|text| self.shingles_of(&text))
+                query().map(|text| {
+                    self.query_bytes.set(text.len());
+                    self.shingles_of(&text)
+                })
             })
             .as_ref()
     }
@@ -99,21 +105,24 @@ impl Verifier {
         .or_raise()
     }
 
-    /// The exact similarity of the text checked and `text`.
-    pub fn similarity_to(&self, text: &str) -> f64 {
-        match self.query_shingles() {
-            Some(q) => q.jaccard(&self.shingles_of(text)),
-            None => 0.0,
-        }
-    }
-
     /// The similarity of a candidate's text datum (None: NULL, similarity 0) when it reaches the
     /// threshold.
     ///
     /// # Safety
     /// `text` must be a text datum.
     pub unsafe fn passes_datum(&self, text: Option<pg_sys::Datum>) -> Option<f64> {
-        let s = text.map_or(0.0, |d| self.similarity_to(&Text::from_raw_datum(d).to_utf8()));
+        let q = self.query_shingles()?;
+        let d = text?;
+        // Bounded work per candidate (issue 49): a candidate whose text is far longer than the text
+        // checked is no near-duplicate, decided from its stored size without reading it (see
+        // `candidate_bound`). Its bytes are read leniently: a text that is not valid UTF-8 (only a
+        // SQL_ASCII database holds one) is another row's, and an error must not describe it.
+        if pg_sys::toast_raw_datum_size(d) > candidate_bound(self.query_bytes.get(), self.threshold) {
+            return None;
+        }
+        let text = Text::from_raw_datum(d);
+        let text = crate::text::server_to_utf8_lossy(text.bytes());
+        let s = q.jaccard(&self.shingles_of(&text));
         self.reaches(s).then_some(s)
     }
 
@@ -167,6 +176,18 @@ impl Verifier {
         self.attnums.borrow_mut().push((relid, n));
         n
     }
+}
+
+/// The most bytes (as stored, uncompressed) of a candidate's text that a verification against a
+/// text of `query_bytes` bytes reads: 64 KiB, or 8 / `threshold` times the text checked if more.
+/// Beyond it the candidate is not a near-duplicate. Why that loses nothing but texts that repeat
+/// themselves: a Jaccard similarity J of shingle sets A and B is at most |A| / |B|, so a candidate
+/// that reaches the threshold has at most |A| / threshold distinct shingles; one with 8 / threshold
+/// times the bytes of the text checked has that few only if it repeats its shingles many times over.
+/// A row's size thus bounds the CPU and memory it can make another writer's check (or lookup) spend.
+pub fn candidate_bound(query_bytes: usize, threshold: f64) -> usize {
+    let ratio = 8.0 / threshold.max(0.05);
+    ((query_bytes as f64 * ratio) as usize).max(64 << 10)
 }
 
 /// Whether a column of type `typid` holds texts a verification can read: text, varchar or char, or
