@@ -95,6 +95,19 @@ pub unsafe fn tuple_desc_attr<'a>(
     }
 }
 
+/// Reserves the settings prefix `simhash.` once the extension's settings are defined: `SET
+/// simhash.no_such_setting` then fails (42602) instead of being kept silently, as for pg_trgm's
+/// settings (`MarkGUCPrefixReserved` from 15 on; 14's `EmitWarningsOnPlaceholders` warns).
+pub fn reserve_settings_prefix() {
+    // SAFETY: called from _PG_init, after the settings are defined.
+    unsafe {
+        #[cfg(feature = "pg14")]
+        pg_sys::EmitWarningsOnPlaceholders(c"simhash".as_ptr());
+        #[cfg(not(feature = "pg14"))]
+        pg_sys::MarkGUCPrefixReserved(c"simhash".as_ptr());
+    }
+}
+
 /// This backend's local transaction id (`MyProc->lxid`; `MyProc->vxid.lxid` from 17 on).
 pub fn local_transaction_id() -> pg_sys::LocalTransactionId {
     // SAFETY: MyProc is set for every backend that runs SQL functions.

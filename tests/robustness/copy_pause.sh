@@ -7,7 +7,7 @@
 # the paused COPY's first row is still caught once the COPY commits.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-PORT=54347
+PORT=54346
 DIR=/tmp/simhash-robust-copy-pause
 start_server "$DIR" "$PORT"
 on_exit_stop "$DIR"

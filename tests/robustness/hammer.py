@@ -367,8 +367,8 @@ class Writer:
     def run(self):
         try:
             self.conn = Conn(self.args.port, self.args.db, f"hammer-w{self.n}")
-            self.merge = int(self.conn.params.get("server_version_num", "0") or 0) >= 150000 or \
-                int(self.conn.params.get("server_version", "0").split(".")[0]) >= 15
+            # MERGE: PostgreSQL 15 and later (server_version: "15.20 (Debian ...)", "16beta1", ...)
+            self.merge = int(re.match(r"\d+", self.conn.params.get("server_version", "0")).group()) >= 15
             self.conn.query("SET statement_timeout = '60s'")
             while time.monotonic() < self.deadline:
                 self.transaction()

@@ -9,8 +9,10 @@
 # UPDATEs of the text (to a near-duplicate of another row or a fresh text), of the scope or
 # partition key and of both, UPDATEs that keep the text's value, INSERT ... ON CONFLICT DO NOTHING /
 # DO UPDATE, writable CTEs over several tables, MERGE (PostgreSQL 15 and later), DELETEs and INSERTs
-# straight into a partition, some with savepoints. The texts are 30 base paragraphs with one or two
-# words changed, or fresh ones, so near-duplicates race all the time. Errors 23505, 40P01, 40001 and
+# straight into a partition, some with savepoints; on five tables an application trigger that
+# sorts after the extension's (BEFORE or AFTER) holds a row for 3 ms one time in three. The texts
+# are base paragraphs with one or two words changed (a pool of 30 made anew every second, 3 of them
+# hot, so that writers race to write each base first), or fresh ones. Errors 23505, 40P01, 40001 and
 # 55P03 are counted; any other error fails the test.
 #
 # Afterwards every row's stored fingerprint or signature must be that of its text, and:
@@ -80,6 +82,20 @@ CREATE TABLE part_mh_skip_nv_p2 PARTITION OF part_mh_skip_nv FOR VALUES IN (2);
 SELECT simhash_attach('part_mh_skip_nv', 'body', method => 'minhash', on_duplicate => 'skip', verify => false);
 -- made after the attach: gets the columns, indexes and both triggers by cloning
 CREATE TABLE part_mh_skip_nv_p3 PARTITION OF part_mh_skip_nv FOR VALUES IN (3);
+
+-- The application's triggers, which sort after the extension's (triggers fire in name order) and
+-- hold a row for 3 ms one time in three: BEFORE, between the extension's BEFORE trigger and the
+-- row's write; AFTER, between the write and the statement's check.
+CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF random() < 0.3 THEN PERFORM pg_sleep(0.003); END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER zz_hold BEFORE INSERT OR UPDATE ON part_sh_error_v FOR EACH ROW EXECUTE FUNCTION hold();
+CREATE TRIGGER zz_hold BEFORE INSERT OR UPDATE ON scope_sh_error_nv FOR EACH ROW EXECUTE FUNCTION hold();
+CREATE TRIGGER zz_hold BEFORE INSERT OR UPDATE ON mh_skip_v FOR EACH ROW EXECUTE FUNCTION hold();
+CREATE TRIGGER zz_hold AFTER INSERT OR UPDATE ON sh_error_v FOR EACH ROW EXECUTE FUNCTION hold();
+CREATE TRIGGER zz_hold AFTER INSERT OR UPDATE ON mh_flag_nv FOR EACH ROW EXECUTE FUNCTION hold();
 SQL
 TABLES=(sh_error_v sh_skip_nv sh_flag_v mh_error_nv mh_skip_v mh_flag_nv part_sh_error_v part_mh_skip_nv scope_sh_error_nv)
 expect "nine attachments, each with its check trigger" \
@@ -92,9 +108,18 @@ start=$(now_ms)
 writers_rc=0
 python3 "$HERE/hammer.py" --port "$PORT" --db "$DB" --seconds "$SECONDS_" --writers "$WRITERS" \
     --seed "$SEED" --out "$DIR" || writers_rc=$?
-measure "hammer: the writers' run (s)" "$((($(now_ms) - start) / 1000))"
+measure "the writers' run (s)" "$((($(now_ms) - start) / 1000))"
+[ -s "$DIR/stats.tsv" ] || fail "the writers wrote no $DIR/stats.tsv (exit status $writers_rc)"
 if [ -s "$DIR/unexpected.log" ]; then sed 's/^/  unexpected  /' "$DIR/unexpected.log" | head -40; fi
-expect "no unexpected error, every writer finished" "$writers_rc" 0
+failures=()
+check() { # check NAME CONDITION(bash arithmetic): prints ok, or notes a failure (reported at the end)
+    if (($2)); then pass "$1"; else
+        printf '  FAIL  %s\n' "$1" >&2
+        failures+=("$1")
+    fi
+}
+
+check "no unexpected error, every writer finished (hammer.py's exit status $writers_rc)" "$writers_rc == 0"
 
 # stat TABLE COLUMN: a count of hammer.py's stats.tsv.
 stat() {
@@ -184,14 +209,6 @@ show_forbidden() {
                        WHERE $(forbidden "$t") ORDER BY p.key_a, p.key_b LIMIT 2" | sed 's/^/    /'
 }
 
-failures=()
-check() { # check NAME CONDITION(bash arithmetic): prints ok, or notes a failure (reported at the end)
-    if (($2)); then pass "$1"; else
-        printf '  FAIL  %s\n' "$1" >&2
-        failures+=("$1")
-    fi
-}
-
 printf '\n  %-18s %7s %6s %6s %6s %6s %6s %6s %6s %6s %7s %7s %7s %7s\n' table rows stmts ok \
     23505 23505u 40P01 40001 40001s 55P03 skipped flagged oracle brute
 races=0
@@ -214,7 +231,8 @@ done
 printf '  %-18s %7s %6s %6s %6s %6s %6s %6s %6s %6s\n' "(at commit)" "" "$(stat "(commit)" statements)" "" \
     "$(stat "(commit)" near_23505)" "$(stat "(commit)" other_23505)" "$(stat "(commit)" 40P01)" \
     "$(stat "(commit)" near_40001)" "$(stat "(commit)" other_40001)" "$(stat "(commit)" 55P03)"
-echo "  (23505: near-duplicate, 23505u: other unique violations; 40001: a 'skip'/'flag' row's lost race,"
+echo "  (errors count against the table they name, else the statement's first table; 23505: near-duplicate,"
+echo "   23505u: other unique violations; 40001: a 'skip'/'flag' row's lost race,"
 echo "   40001s: PostgreSQL's serialization failures; oracle, brute: forbidden pairs / all pairs)"
 echo
 
@@ -241,9 +259,9 @@ for r in "${results[@]}"; do
     ((b_bad == 0 || o_bad != 0)) || show_forbidden "$t" brute
 done
 check "races were lost: $races x 40P01 or the 40001 of a 'skip'/'flag' row" "$races > 0"
-measure "hammer: statements" "$(awk -F'\t' 'NR > 1 { s += $2 } END { print s }' "$DIR/stats.tsv")"
-measure "hammer: rows at the end" "$(q "$DB" -c "SELECT sum(n_live_tup) FROM pg_stat_user_tables")"
-measure "hammer: races lost (40P01, 40001 of 'skip'/'flag')" "$races"
+measure "statements" "$(awk -F'\t' 'NR > 1 { s += $2 } END { print s }' "$DIR/stats.tsv")"
+measure "rows at the end" "$(q "$DB" -c "SELECT sum(n_live_tup) FROM pg_stat_user_tables")"
+measure "races lost (40P01, 40001 of 'skip'/'flag')" "$races"
 
 if ((${#failures[@]})); then
     echo "hammer: FAIL (${#failures[@]} checks failed; seed $SEED; logs kept in $DIR)"

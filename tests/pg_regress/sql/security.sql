@@ -133,6 +133,8 @@ SELECT pg_temp.violation($$INSERT INTO sec_feed_m VALUES (3, 'Heavy snow closed 
 SELECT pg_temp.violation($$INSERT INTO sec_feed VALUES (4, 'A new bakery opened on Elm Street.'),
   (5, 'Heavy snow closed the mountain pass on Tuesday, and the road crews expect to reopen it by Friday.')$$);
 RESET ROLE;
+-- SELECT on the key column alone: still the short DETAIL, the measure is read from the text (issue
+-- 49; security_verify.sql grants the text too).
 GRANT SELECT (id) ON sec_feed, sec_feed_m TO regress_simhash_writer;
 SET ROLE regress_simhash_writer;
 SELECT pg_temp.violation($$INSERT INTO sec_feed VALUES (3, 'Heavy snow closed the mountain pass on Tuesday, and the road crews expect to reopen it by Friday!')$$);
