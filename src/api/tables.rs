@@ -54,3 +54,5 @@ extension_sql_file!(
     name = "simhash_tables",
     requires = ["simhash_near_duplicates_sql"]
 );
+// The descriptions of the public functions that have none where they are defined: last.
+extension_sql_file!("../../sql/src/comments.sql", name = "simhash_comments", finalize);

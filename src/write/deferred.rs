@@ -115,6 +115,7 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
             GROUPS.with(|g| g.borrow_mut().clear());
             SAVED.with(|s| s.borrow_mut().clear());
             crate::partitions::forget_moves();
+            crate::write::trigger::forget_computed();
         }
         _ => {}
     }

@@ -162,6 +162,14 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     }
     let value = firing.compute();
     let token = value.token();
+    if firing.setup.keyless() {
+        computed::note(
+            (*td.tg_relation).rd_id,
+            firing.setup.text_att,
+            token,
+            getattr(tuple, firing.setup.text_att, firing.tupdesc()),
+        );
+    }
     let mut columns = vec![(firing.setup.fp_att, value.datum())];
     let att = &firing.setup.att;
     columns.extend(value.band_values(&firing.setup.kept_bands, &att.method));
@@ -397,8 +405,16 @@ pub unsafe fn on_written(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Stri
     }
     // The stored value must be that of the stored text: a BEFORE trigger that fires after the
     // extension's and changes the text would leave a row its check and every lookup misjudge.
-    let value = Value::of(&setup.att, text.map(|d| Text::from_raw_datum(d)));
-    if !value.is_stored(stored) {
+    let Some(value) = Value::from_stored(&setup.att, Some(stored)) else {
+        return pg_sys::Datum::from(0);
+    };
+    // What the BEFORE trigger computed the value of: the text's hash, compared (cheap); else the value
+    // computed again from the stored text.
+    let consistent = match computed::take((*rel).rd_id, setup.text_att, value.token()) {
+        Some(hash) => hash == computed::text_hash(text),
+        None => Value::of(&setup.att, text.map(|d| Text::from_raw_datum(d))).is_stored(stored),
+    };
+    if !consistent {
         raise(EncodedError {
             code: PgSqlErrorCode::ERRCODE_TRIGGERED_DATA_CHANGE_VIOLATION,
             message: format!(
@@ -517,4 +533,72 @@ pub unsafe fn written_row_duplicate(
             ignore: Some(ignore),
         },
     )
+}
+
+/// What the BEFORE trigger computed a value from, for the check trigger's test that the stored value
+/// is the stored text's (docs/ARCHITECTURE.md §8.5) without computing it again: (table, text
+/// column, value token, hash of the text's bytes), one per row written since, used up by the check
+/// trigger, forgotten at the end of the transaction.
+mod computed {
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+
+    use pgrx::prelude::*;
+
+    use crate::text::Text;
+
+    /// (table, text column number, value token, text hash).
+    type Entry = (pg_sys::Oid, i32, Option<u64>, u64);
+
+    /// More entries than this (rows dropped by later BEFORE triggers pile up): start again; the
+    /// check trigger then computes the values again.
+    const MAX: usize = 1 << 20;
+
+    thread_local! {
+        static COMPUTED: RefCell<VecDeque<Entry>> = const { RefCell::new(VecDeque::new()) };
+    }
+
+    /// The hash of a text column value (None: NULL) as stored bytes.
+    ///
+    /// # Safety
+    /// `text` must be a text datum.
+    pub unsafe fn text_hash(text: Option<pg_sys::Datum>) -> u64 {
+        text.map_or(0, |d| {
+            simhash_core::hash::fnv1a64(Text::from_raw_datum(d).bytes())
+        })
+    }
+
+    /// # Safety
+    /// As [`text_hash`].
+    pub unsafe fn note(table: pg_sys::Oid, column: i32, token: Option<u64>, text: Option<pg_sys::Datum>) {
+        let hash = text_hash(text);
+        COMPUTED.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() >= MAX {
+                c.clear();
+            }
+            c.push_back((table, column, token, hash));
+        });
+    }
+
+    /// The hash noted for the row the check trigger fires for (rows are checked in the order they
+    /// were written, so it is at the front but for rows a later trigger dropped).
+    pub fn take(table: pg_sys::Oid, column: i32, token: Option<u64>) -> Option<u64> {
+        COMPUTED.with(|c| {
+            let mut c = c.borrow_mut();
+            let at = c
+                .iter()
+                .position(|&(t, n, k, _)| t == table && n == column && k == token)?;
+            c.remove(at).map(|e| e.3)
+        })
+    }
+
+    pub fn forget() {
+        COMPUTED.with(|c| c.borrow_mut().clear());
+    }
+}
+
+/// Forgets what the BEFORE triggers computed (the end of a transaction).
+pub fn forget_computed() {
+    computed::forget();
 }
