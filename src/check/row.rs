@@ -50,12 +50,10 @@ pub struct Written<'a> {
     pub self_tid: pg_sys::ItemPointerData,
     /// With a scope, only rows of its value count.
     pub scope: Option<&'a ScopeFilter<'a>>,
-    /// A row written by a COPY, checked after its batch is in the table.
-    pub copy: Option<CopyCommand>,
     /// The verification of candidates against the row's text, when the attachment verifies.
     pub verifier: Option<&'a crate::check::verify::Verifier>,
     /// Rows found that do not count (`crate::method::WrittenRow::ignore`).
-    pub ignore: Option<&'a crate::method::common::Ignore<'a>>,
+    pub ignore: Option<&'a Ignore<'a>>,
 }
 
 /// The command of a COPY, whose rows `simhash_check_trigger()` checks one by one after each batch
@@ -70,6 +68,17 @@ pub struct CopyCommand {
 
 /// A TID as a hashable key.
 type TidKey = (u16, u16, u16);
+
+/// Which rows found a check leaves out: given the OID of the table the row is in, and the row.
+pub type Ignore<'a> = dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool + 'a;
+
+/// A TID in heap order: block, then offset.
+pub fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {
+    (
+        (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo),
+        tid.ip_posid,
+    )
+}
 
 pub fn tid_key(tid: &pg_sys::ItemPointerData) -> TidKey {
     (tid.ip_blkid.bi_hi, tid.ip_blkid.bi_lo, tid.ip_posid)

@@ -87,11 +87,8 @@ pub struct WrittenRow<'a> {
     pub keyless: bool,
     /// Rows found that do not count (in their table, given its OID): rows of the statement
     /// written after the row checked (statement order), or a COPY's rows not checked yet.
-    pub ignore: Option<&'a Ignore<'a>>,
+    pub ignore: Option<&'a crate::check::row::Ignore<'a>>,
 }
-
-/// Which rows found a check leaves out: given the OID of the table the row is in, and the row.
-pub type Ignore<'a> = dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool + 'a;
 
 /// Raises 42804, with a HINT to detach and attach again, unless each column of `att` that `rel`
 /// has is still of the type the attach gave it: the fingerprint or signature column (`bigint`,

@@ -84,9 +84,9 @@ unsafe fn check_rows(rel: pg_sys::Relation, setup: &crate::write::setup::Setup, 
         pg_sys::check_for_interrupts!();
         let mut should_free = false;
         let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, true, &mut should_free);
-        let at = tid_order(&(*tuple).t_self);
+        let at = crate::check::row::tid_order(&(*tuple).t_self);
         let later = |table: pg_sys::Oid, found: *mut pg_sys::TupleTableSlot| {
-            table == relid && tid_order(&(*found).tts_tid) > at
+            table == relid && crate::check::row::tid_order(&(*found).tts_tid) > at
         };
         let found = crate::write::trigger::written_row_duplicate(rel, setup, &schema, tuple, &later);
         if should_free {
@@ -114,11 +114,4 @@ unsafe fn check_rows(rel: pg_sys::Relation, setup: &crate::write::setup::Setup, 
     pg_sys::ExecDropSingleTupleTableSlot(slot);
     pg_sys::heap_endscan(scan);
     pg_sys::UnregisterSnapshot(snapshot);
-}
-
-fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {
-    (
-        (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo),
-        tid.ip_posid,
-    )
 }

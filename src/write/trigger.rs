@@ -58,13 +58,9 @@ impl Firing<'_> {
         let text_changed = self
             .old
             .is_none_or(|old| !same_text(getattr(old, text_att, tupdesc), text));
-        let scope_changed = match (self.old, self.setup.scope) {
-            (Some(old), Some((n, equal, collation))) if self.setup.att.mode != Mode::None => {
-                match (getattr(old, n, tupdesc), getattr(self.tuple, n, tupdesc)) {
-                    (None, None) => false,
-                    (Some(a), Some(b)) => pg_sys::FunctionCall2Coll(equal, collation, a, b).value() == 0,
-                    _ => true,
-                }
+        let scope_changed = match self.old {
+            Some(old) if self.setup.att.mode != Mode::None => {
+                !same_scope(&self.setup, old, self.tuple, tupdesc)
             }
             _ => false,
         };
@@ -214,6 +210,40 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     firing.modified(&columns)
 }
 
+/// The scope filter of the row `tuple` for an attachment with a scope (None without one; Some(None)
+/// for a NULL scope value, in no scope).
+unsafe fn scope_of<'a>(
+    setup: &'a Setup,
+    tuple: pg_sys::HeapTuple,
+    tupdesc: pg_sys::TupleDesc,
+) -> Option<Option<ScopeFilter<'a>>> {
+    setup.scope.map(|(n, equal, collation)| {
+        getattr(tuple, n, tupdesc).map(|value| ScopeFilter {
+            column: setup.att.scope_column.as_deref().unwrap_or_default(),
+            value,
+            equal,
+            collation,
+        })
+    })
+}
+
+/// Whether rows `a` and `b` have the same scope value (NULL the same as NULL), or the attachment no
+/// scope.
+unsafe fn same_scope(
+    setup: &Setup,
+    a: pg_sys::HeapTuple,
+    b: pg_sys::HeapTuple,
+    tupdesc: pg_sys::TupleDesc,
+) -> bool {
+    setup.scope.is_none_or(
+        |(n, equal, collation)| match (getattr(a, n, tupdesc), getattr(b, n, tupdesc)) {
+            (None, None) => true,
+            (Some(x), Some(y)) => pg_sys::FunctionCall2Coll(equal, collation, x, y).value() != 0,
+            _ => false,
+        },
+    )
+}
+
 /// Whether two values of the text column (None: NULL) are the same text: the same stored bytes
 /// (a toast pointer compares without detoasting), or, stored differently (compressed or not,
 /// inline or toasted: `SET body = body || ''`), the same value (issue 48, W2).
@@ -302,14 +332,7 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
     if let Some(shard) = &setup.shard {
         check_shard_scope(att, shard, td.tg_relation);
     }
-    let scope = setup.scope.map(|(n, equal, collation)| {
-        getattr(firing.tuple, n, tupdesc).map(|value| ScopeFilter {
-            column: att.scope_column.as_deref().unwrap_or_default(),
-            value,
-            equal,
-            collation,
-        })
-    });
+    let scope = scope_of(setup, firing.tuple, tupdesc);
     let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
     let (tuple, text_att) = (firing.tuple, setup.text_att);
     let verifier = Verifier::of_datum(att, Asked::default(), move || getattr(tuple, text_att, tupdesc));
@@ -392,14 +415,7 @@ pub unsafe fn on_written(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Stri
     };
     let text = getattr(tuple, setup.text_att, tupdesc);
     if let Some(old) = old {
-        let scope_same = setup.scope.is_none_or(|(n, equal, collation)| {
-            match (getattr(old, n, tupdesc), getattr(tuple, n, tupdesc)) {
-                (None, None) => true,
-                (Some(a), Some(b)) => pg_sys::FunctionCall2Coll(equal, collation, a, b).value() != 0,
-                _ => false,
-            }
-        });
-        if scope_same && same_text(getattr(old, setup.text_att, tupdesc), text) {
+        if same_scope(&setup, old, tuple, tupdesc) && same_text(getattr(old, setup.text_att, tupdesc), text) {
             return pg_sys::Datum::from(0);
         }
     }
@@ -501,14 +517,7 @@ pub unsafe fn written_row_duplicate(
     let att = &setup.att;
     let tupdesc = (*rel).rd_att;
     let value = Value::from_stored(att, getattr(tuple, setup.fp_att, tupdesc))?;
-    let scope = setup.scope.map(|(n, equal, collation)| {
-        getattr(tuple, n, tupdesc).map(|value| ScopeFilter {
-            column: att.scope_column.as_deref().unwrap_or_default(),
-            value,
-            equal,
-            collation,
-        })
-    });
+    let scope = scope_of(setup, tuple, tupdesc);
     // A row whose scope value is NULL is in no scope: nobody's duplicate (as NULLs in a unique key).
     if let Some(None) = scope {
         return None;

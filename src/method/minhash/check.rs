@@ -156,7 +156,7 @@ struct TableSearch<'a> {
     scope: Option<(&'a ScopeFilter<'a>, i16)>,
     exclude: Option<pg_sys::ItemPointerData>,
     verifier: Option<&'a Verifier>,
-    ignore: Option<(&'a crate::method::common::Ignore<'a>, pg_sys::Oid)>,
+    ignore: Option<(&'a crate::check::row::Ignore<'a>, pg_sys::Oid)>,
 }
 
 impl TableSearch<'_> {
@@ -196,7 +196,7 @@ impl TableSearch<'_> {
             similarity
                 .total_cmp(&s)
                 .then(t.to_u32().cmp(&table.to_u32()))
-                .then(tid_order(&x).cmp(&tid_order(&tid)))
+                .then(crate::check::row::tid_order(&x).cmp(&crate::check::row::tid_order(&tid)))
                 .is_gt()
         });
         if better {
@@ -237,13 +237,6 @@ impl TableSearch<'_> {
 /// `threshold`: [`simhash_core::verify::ESTIMATE_MARGIN`] below it.
 pub fn prefilter(threshold: f64) -> f64 {
     (threshold - simhash_core::verify::ESTIMATE_MARGIN).max(0.0)
-}
-
-fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {
-    (
-        (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo),
-        tid.ip_posid,
-    )
 }
 
 /// The index of `rel` that serves a search of the band keys (column `lsh_attnum`): valid, GIN with

@@ -169,7 +169,7 @@ pub unsafe fn matches(probe: &Probe, snapshot: Option<pg_sys::Snapshot>) -> Vec<
         b.similarity
             .total_cmp(&a.similarity)
             .then(a.table.to_u32().cmp(&b.table.to_u32()))
-            .then(tid_order(&a.tid).cmp(&tid_order(&b.tid)))
+            .then(crate::check::row::tid_order(&a.tid).cmp(&crate::check::row::tid_order(&b.tid)))
     });
     found
 }
@@ -241,11 +241,4 @@ unsafe fn match_of(probe: &Probe, row: pg_sys::HeapTuple, desc: pg_sys::TupleDes
         similarity,
         row,
     })
-}
-
-fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {
-    (
-        (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo),
-        tid.ip_posid,
-    )
 }

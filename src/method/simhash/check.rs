@@ -60,9 +60,7 @@ unsafe fn nearest_row(att: &Attachment, sim: &SimHashSettings, row: &Written) ->
             } as pg_sys::LOCKMODE,
         };
         search_table(&search, &mut |d, slot| {
-            if row.copy.is_some_and(|copy| copy.not_checked_yet(slot))
-                || row.ignore.is_some_and(|f| f(table, slot))
-            {
+            if row.ignore.is_some_and(|f| f(table, slot)) {
                 return;
             }
             let in_scope = match (row.scope, scope_attnum) {
@@ -190,7 +188,6 @@ pub unsafe fn check_written(
         fp_attnum: row.value_attnum,
         self_tid: row.old_tid.unwrap_or_default(),
         scope: row.scope,
-        copy: None,
         verifier: row.verifier,
         ignore: row.ignore,
     };
