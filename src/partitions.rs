@@ -142,39 +142,12 @@ struct UpdateNote {
     changed: bool,
 }
 
-/// The INSERT half of a row move, from its BEFORE trigger to its check trigger: (partition, text
-/// column of the attachment, value token, whether the UPDATE changed the text or the scope).
-type MoveInsert = (pg_sys::Oid, String, Option<u64>, bool);
-
 thread_local! {
     static UPDATE_NOTES: RefCell<Vec<UpdateNote>> = const { RefCell::new(Vec::new()) };
-    static MOVE_INSERTS: RefCell<Vec<MoveInsert>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Notes that the row the BEFORE INSERT trigger of the attachment of `column` on partition `table`
-/// passes on, with value token `token`, is the second half of a row move, for its check after the
-/// write ([`take_move_insert`]): checked there only if the UPDATE `changed` the text or the scope.
-pub fn note_move_insert(table: pg_sys::Oid, column: &str, token: Option<u64>, changed: bool) {
-    MOVE_INSERTS.with(|m| m.borrow_mut().push((table, column.to_string(), token, changed)));
-}
-
-/// Whether the row the check trigger of the attachment of `column` on `table` fires for, with value
-/// token `token`, is the second half of a row move (noted by [`note_move_insert`], used up here):
-/// Some(whether to check it), None for an INSERT of its own. AFTER triggers fire in the order the
-/// rows were written.
-pub fn take_move_insert(table: pg_sys::Oid, column: &str, token: Option<u64>) -> Option<bool> {
-    MOVE_INSERTS.with(|m| {
-        let mut m = m.borrow_mut();
-        let at = m
-            .iter()
-            .position(|(t, n, k, _)| *t == table && n == column && *k == token)?;
-        Some(m.remove(at).3)
-    })
-}
-
-/// Forgets the notes of moves (the end of a transaction).
-pub fn forget_moves() {
-    MOVE_INSERTS.with(|m| m.borrow_mut().clear());
+/// Forgets the partitions being attached (the end of a transaction).
+pub fn forget_attaching() {
     ATTACHING.with(|a| a.borrow_mut().clear());
 }
 

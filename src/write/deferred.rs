@@ -114,8 +114,8 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
             PENDING.with(|p| p.borrow_mut().clear());
             GROUPS.with(|g| g.borrow_mut().clear());
             SAVED.with(|s| s.borrow_mut().clear());
-            crate::partitions::forget_moves();
-            crate::write::trigger::forget_computed();
+            crate::partitions::forget_attaching();
+            crate::write::notes::forget();
         }
         _ => {}
     }
@@ -245,7 +245,7 @@ unsafe fn check_from(start: usize) {
 
 /// Checks the rows `mine` of one group one by one, in the order written (a partition's, a scoped
 /// attachment's, MinHash's): each against every row of the attached table but itself and the
-/// group's rows written after it (`crate::write::trigger::check_written_row`).
+/// group's rows written after it (`crate::write::written::check_written_row`).
 unsafe fn check_rows(
     rel: pg_sys::Relation,
     group: &Group,
@@ -278,7 +278,7 @@ unsafe fn check_rows(
         let later = |table: pg_sys::Oid, found: *mut pg_sys::TupleTableSlot| {
             table == relid && order.get(&tid_key(&(*found).tts_tid)).is_some_and(|&j| j > i)
         };
-        crate::write::trigger::check_written_row(rel, &group.setup, &ext_schema, tuple, &later);
+        crate::write::written::check_written_row(rel, &group.setup, &ext_schema, tuple, &later);
         if should_free {
             pg_sys::heap_freetuple(tuple);
         }

@@ -4,7 +4,7 @@
 //! table's rows, the partition's own included. The ddl_command_start trigger fills the partition's
 //! columns and notes it (`crate::partitions::take_attaching`); at the command's end, when it is a
 //! partition with the triggers' clones and the indexes, each of its rows is checked as a written
-//! row is (`crate::write::trigger::written_row_duplicate`), after every leaf partition is locked
+//! row is (`crate::write::written::written_row_duplicate`), after every leaf partition is locked
 //! against writers (`ShareLock`, as `CREATE INDEX` takes) until the transaction ends: a writer of
 //! another partition that has not seen the new partition yet cannot write a near-duplicate of its
 //! rows after the check.
@@ -88,7 +88,7 @@ unsafe fn check_rows(rel: pg_sys::Relation, setup: &crate::write::setup::Setup, 
         let later = |table: pg_sys::Oid, found: *mut pg_sys::TupleTableSlot| {
             table == relid && crate::check::row::tid_order(&(*found).tts_tid) > at
         };
-        let found = crate::write::trigger::written_row_duplicate(rel, setup, &schema, tuple, &later);
+        let found = crate::write::written::written_row_duplicate(rel, setup, &schema, tuple, &later);
         if should_free {
             pg_sys::heap_freetuple(tuple);
         }

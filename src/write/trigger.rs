@@ -1,9 +1,11 @@
 //! The row writes of the trigger functions that `simhash_attach()` puts on a table (their SQL entry
 //! points are `crate::api::trigger`): `simhash_trigger()` computes the fingerprint or signature once
-//! per row write (`crate::method::Value`), and in `error`, `skip` or `flag` mode has the row checked
-//! for an existing near-duplicate under advisory locks by its method (`crate::method::nearest`), so
-//! that two concurrent near-duplicate writes never both succeed; `simhash_check_trigger()` checks
-//! the rows of an INSERT in `error` mode once per statement (`crate::write::deferred`).
+//! per row write (`crate::method::Value`) and, in `skip` or `flag` mode, searches for a near-duplicate
+//! before the write to decide (`crate::method::nearest`); `simhash_check_trigger()` checks each
+//! written row after its write, with no keys (`crate::write::written`), at the statement's end
+//! where it can (`crate::write::deferred`), so that two concurrent near-duplicate writes never both
+//! succeed (docs/ARCHITECTURE.md §8). Triggers made before 0.12.0 keep the advisory keys of
+//! `crate::check::locks`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -13,23 +15,17 @@ use crate::attachment::Mode;
 use crate::catalog::{attribute, qualified_name_of, relation_name};
 use crate::check::report::{check_shard_scope, raise_duplicate};
 use crate::check::row::attnum;
-use crate::check::row::{CopyCommand, ScopeFilter};
+use crate::check::row::CopyCommand;
 use crate::check::verify::{Asked, Verifier};
 use crate::errors::{raise, EncodedError};
 use crate::method::{same_stored_bytes, Value, WrittenRow};
 use crate::text::Text;
+use crate::write::notes;
 use crate::write::setup::{setup_of, trigger_error, Setup};
+use crate::write::written::{check_written_row, getattr, scope_of};
 
 /// Fingerprints the trigger has computed in this backend: tests use it to show one per row write.
 pub static FINGERPRINTS_COMPUTED: AtomicU64 = AtomicU64::new(0);
-
-unsafe fn getattr(
-    tuple: pg_sys::HeapTuple,
-    attnum: i32,
-    tupdesc: pg_sys::TupleDesc,
-) -> Option<pg_sys::Datum> {
-    pgrx::heap_getattr_raw(tuple, std::num::NonZeroUsize::new(attnum as usize)?, tupdesc)
-}
 
 /// One firing of `simhash_trigger()` on a row: the new row and, for an UPDATE, the old one.
 struct Firing<'a> {
@@ -158,14 +154,6 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     }
     let value = firing.compute();
     let token = value.token();
-    if firing.setup.keyless() {
-        computed::note(
-            (*td.tg_relation).rd_id,
-            firing.setup.text_att,
-            token,
-            getattr(tuple, firing.setup.text_att, firing.tupdesc()),
-        );
-    }
     let mut columns = vec![(firing.setup.fp_att, value.datum())];
     let att = &firing.setup.att;
     columns.extend(value.band_values(&firing.setup.kept_bands, &att.method));
@@ -180,13 +168,15 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     } else {
         None
     };
-    if let (Some(changed), true) = (moved, after && keyless) {
-        crate::partitions::note_move_insert(
-            (*td.tg_relation).rd_id,
-            &firing.setup.att.text_column,
-            token,
-            changed,
-        );
+    // What the check trigger is told of the row (src/write/notes.rs): the text its value is of and,
+    // for the INSERT half of a move, whether the UPDATE changed the text or the scope.
+    if keyless {
+        let text = getattr(tuple, firing.setup.text_att, firing.tupdesc());
+        let note = notes::Note {
+            text_hash: notes::text_hash(text),
+            moved: moved.filter(|_| after),
+        };
+        notes::note((*td.tg_relation).rd_id, firing.setup.fp_att, token, note);
     }
     let moved = moved.is_some();
     if let (true, true, Value::SimHash(fp)) = (
@@ -208,23 +198,6 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     }
     firing.note_update(token, text_changed || scope_changed);
     firing.modified(&columns)
-}
-
-/// The scope filter of the row `tuple` for an attachment with a scope (None without one; Some(None)
-/// for a NULL scope value, in no scope).
-unsafe fn scope_of<'a>(
-    setup: &'a Setup,
-    tuple: pg_sys::HeapTuple,
-    tupdesc: pg_sys::TupleDesc,
-) -> Option<Option<ScopeFilter<'a>>> {
-    setup.scope.map(|(n, equal, collation)| {
-        getattr(tuple, n, tupdesc).map(|value| ScopeFilter {
-            column: setup.att.scope_column.as_deref().unwrap_or_default(),
-            value,
-            equal,
-            collation,
-        })
-    })
 }
 
 /// Whether rows `a` and `b` have the same scope value (NULL the same as NULL), or the attachment no
@@ -426,8 +399,9 @@ pub unsafe fn on_written(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Stri
     };
     // What the BEFORE trigger computed the value of: the text's hash, compared (cheap); else the value
     // computed again from the stored text.
-    let consistent = match computed::take((*rel).rd_id, setup.text_att, value.token()) {
-        Some(hash) => hash == computed::text_hash(text),
+    let note = notes::take((*rel).rd_id, setup.fp_att, value.token());
+    let consistent = match note {
+        Some(note) => note.text_hash == notes::text_hash(text),
         None => Value::of(&setup.att, text.map(|d| Text::from_raw_datum(d))).is_stored(stored),
     };
     if !consistent {
@@ -451,9 +425,7 @@ pub unsafe fn on_written(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Stri
     }
     // A row is noted for the statement's end even when it is not checked, so that the rows written
     // after it in the statement are told apart from it (statement order).
-    let unchanged_move = !update
-        && crate::partitions::take_move_insert((*rel).rd_id, &setup.att.text_column, value.token())
-            == Some(false);
+    let unchanged_move = !update && note.and_then(|n| n.moved) == Some(false);
     let flagged = setup.att.mode == Mode::Flag
         && setup
             .flag_att
@@ -476,138 +448,4 @@ pub unsafe fn on_written(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> Stri
         copy.checked(tid);
     }
     pg_sys::Datum::from(0)
-}
-
-/// Checks the row `tuple` written into `rel` after its write, with no keys (§8.2, §8.3): its nearest
-/// near-duplicate under a dirty snapshot, waiting for the transactions of any in progress, itself
-/// and the rows `ignore` names left out. Raises `23505` in `'error'` mode; in `'skip'` and `'flag'`
-/// mode, whose check before the write found none, a near-duplicate found now was written
-/// concurrently, after that check: `40001`, and a retry skips or flags the row.
-///
-/// # Safety
-/// `tuple` must be a row of `rel` (open) that this transaction wrote, valid through the call.
-pub unsafe fn check_written_row(
-    rel: pg_sys::Relation,
-    setup: &Setup,
-    ext_schema: &dyn Fn() -> String,
-    tuple: pg_sys::HeapTuple,
-    ignore: &dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool,
-) {
-    if let Some((key_columns, n)) = written_row_duplicate(rel, setup, ext_schema, tuple, ignore) {
-        let table = relation_name(rel);
-        match setup.att.mode {
-            Mode::Error => raise_duplicate(&setup.att, &table, &key_columns, &n),
-            _ => crate::check::report::raise_concurrent(&setup.att, &table),
-        }
-    }
-}
-
-/// The nearest near-duplicate of the row `tuple` of `rel` found as [`check_written_row`] finds it,
-/// with the key columns of its table.
-///
-/// # Safety
-/// As [`check_written_row`].
-pub unsafe fn written_row_duplicate(
-    rel: pg_sys::Relation,
-    setup: &Setup,
-    ext_schema: &dyn Fn() -> String,
-    tuple: pg_sys::HeapTuple,
-    ignore: &dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool,
-) -> Option<(String, crate::check::report::Nearest)> {
-    let att = &setup.att;
-    let tupdesc = (*rel).rd_att;
-    let value = Value::from_stored(att, getattr(tuple, setup.fp_att, tupdesc))?;
-    let scope = scope_of(setup, tuple, tupdesc);
-    // A row whose scope value is NULL is in no scope: nobody's duplicate (as NULLs in a unique key).
-    if let Some(None) = scope {
-        return None;
-    }
-    let text_att = setup.text_att;
-    let verifier = Verifier::of_datum(att, Asked::default(), move || getattr(tuple, text_att, tupdesc));
-    crate::method::nearest(
-        att,
-        &value,
-        &WrittenRow {
-            heap: rel,
-            attached_table: setup.attached_table,
-            value_attnum: setup.fp_att as i16,
-            old_tid: Some((*tuple).t_self),
-            scope: scope.as_ref().and_then(Option::as_ref),
-            flag_attr: None,
-            ext_schema,
-            checked_after: false,
-            table_checks_after: false,
-            verifier: verifier.as_ref(),
-            keyless: true,
-            ignore: Some(ignore),
-        },
-    )
-}
-
-/// What the BEFORE trigger computed a value from, for the check trigger's test that the stored value
-/// is the stored text's (docs/ARCHITECTURE.md §8.5) without computing it again: (table, text
-/// column, value token, hash of the text's bytes), one per row written since, used up by the check
-/// trigger, forgotten at the end of the transaction.
-mod computed {
-    use std::cell::RefCell;
-    use std::collections::VecDeque;
-
-    use pgrx::prelude::*;
-
-    use crate::text::Text;
-
-    /// (table, text column number, value token, text hash).
-    type Entry = (pg_sys::Oid, i32, Option<u64>, u64);
-
-    /// More entries than this (rows dropped by later BEFORE triggers pile up): start again; the
-    /// check trigger then computes the values again.
-    const MAX: usize = 1 << 20;
-
-    thread_local! {
-        static COMPUTED: RefCell<VecDeque<Entry>> = const { RefCell::new(VecDeque::new()) };
-    }
-
-    /// The hash of a text column value (None: NULL) as stored bytes.
-    ///
-    /// # Safety
-    /// `text` must be a text datum.
-    pub unsafe fn text_hash(text: Option<pg_sys::Datum>) -> u64 {
-        text.map_or(0, |d| {
-            simhash_core::hash::fnv1a64(Text::from_raw_datum(d).bytes())
-        })
-    }
-
-    /// # Safety
-    /// As [`text_hash`].
-    pub unsafe fn note(table: pg_sys::Oid, column: i32, token: Option<u64>, text: Option<pg_sys::Datum>) {
-        let hash = text_hash(text);
-        COMPUTED.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.len() >= MAX {
-                c.clear();
-            }
-            c.push_back((table, column, token, hash));
-        });
-    }
-
-    /// The hash noted for the row the check trigger fires for (rows are checked in the order they
-    /// were written, so it is at the front but for rows a later trigger dropped).
-    pub fn take(table: pg_sys::Oid, column: i32, token: Option<u64>) -> Option<u64> {
-        COMPUTED.with(|c| {
-            let mut c = c.borrow_mut();
-            let at = c
-                .iter()
-                .position(|&(t, n, k, _)| t == table && n == column && k == token)?;
-            c.remove(at).map(|e| e.3)
-        })
-    }
-
-    pub fn forget() {
-        COMPUTED.with(|c| c.borrow_mut().clear());
-    }
-}
-
-/// Forgets what the BEFORE triggers computed (the end of a transaction).
-pub fn forget_computed() {
-    computed::forget();
 }
