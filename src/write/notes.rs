@@ -10,8 +10,6 @@ use std::collections::VecDeque;
 
 use pgrx::prelude::*;
 
-use crate::text::Text;
-
 /// A row's note.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Note {
@@ -32,13 +30,25 @@ thread_local! {
     static NOTES: RefCell<VecDeque<(Key, Note)>> = const { RefCell::new(VecDeque::new()) };
 }
 
-/// The hash of a text column value (None: NULL) as stored bytes.
+/// The hash of a text's bytes, as stored.
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    simhash_core::hash::fnv1a64(bytes)
+}
+
+/// The hash of a text column value (None: NULL) as stored bytes ([`hash_bytes`]), its detoasted copy
+/// freed at once (a text may be 1 GB).
 ///
 /// # Safety
 /// `text` must be a text datum.
 pub unsafe fn text_hash(text: Option<pg_sys::Datum>) -> u64 {
     text.map_or(0, |d| {
-        simhash_core::hash::fnv1a64(Text::from_raw_datum(d).bytes())
+        let p = pg_sys::pg_detoast_datum_packed(d.cast_mut_ptr());
+        let bytes = std::slice::from_raw_parts(pgrx::vardata_any(p) as *const u8, pgrx::varsize_any_exhdr(p));
+        let hash = hash_bytes(bytes);
+        if p != d.cast_mut_ptr() {
+            pg_sys::pfree(p.cast());
+        }
+        hash
     })
 }
 

@@ -63,14 +63,15 @@ impl Firing<'_> {
         (text_changed, scope_changed)
     }
 
-    /// The fingerprint (or signature) of the new row's text; None for a NULL text or one without
-    /// tokens.
-    unsafe fn compute(&self) -> Value {
+    /// The fingerprint (or signature) of the new row's text (None for a NULL text or one without
+    /// tokens), and the hash of the text's bytes (`notes::text_hash`) from the same copy of it.
+    unsafe fn compute(&self) -> (Value, u64) {
         let text = getattr(self.tuple, self.setup.text_att, self.tupdesc()).map(|datum| {
             FINGERPRINTS_COMPUTED.fetch_add(1, Ordering::Relaxed);
             Text::from_raw_datum(datum)
         });
-        Value::of(&self.setup.att, text)
+        let hash = text.as_ref().map_or(0, |t| notes::hash_bytes(t.bytes()));
+        (Value::of(&self.setup.att, text), hash)
     }
 
     /// Whether the new row's text has fewer characters than the attachment's `min_length`: such a
@@ -152,7 +153,7 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
             return pg_sys::Datum::from(tuple);
         }
     }
-    let value = firing.compute();
+    let (value, text_hash) = firing.compute();
     let token = value.token();
     let mut columns = vec![(firing.setup.fp_att, value.datum())];
     let att = &firing.setup.att;
@@ -171,9 +172,8 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     // What the check trigger is told of the row (src/write/notes.rs): the text its value is of and,
     // for the INSERT half of a move, whether the UPDATE changed the text or the scope.
     if keyless {
-        let text = getattr(tuple, firing.setup.text_att, firing.tupdesc());
         let note = notes::Note {
-            text_hash: notes::text_hash(text),
+            text_hash,
             moved: moved.filter(|_| after),
         };
         notes::note((*td.tg_relation).rd_id, firing.setup.fp_att, token, note);
