@@ -83,7 +83,8 @@ BEGIN
     END IF;
   END IF;
   -- After an online attach, its bands constraint is named after the trigger (sql/src/online.sql).
-  IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = trigger_name || '$bands') THEN
+  IF new_names.trigger_name <> trigger_name
+     AND EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = trigger_name || '$bands') THEN
     EXECUTE format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', table_name, trigger_name || '$bands',
                    new_names.trigger_name || '$bands');
   END IF;
@@ -91,6 +92,62 @@ END
 $$;
 COMMENT ON FUNCTION simhash_internal.rename_column_triggers(regclass, name, name, name, text[]) IS
   'Remakes the triggers of an attached column being renamed with trigger arguments that name the new column, and renames its bands constraint';
+
+-- sql/src/ddl.sql: a renamed scope column is followed (issue 50)
+CREATE OR REPLACE FUNCTION simhash_internal.rename_column(table_name regclass, old_name name, new_name name)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment;
+  trig record;
+  renamed name[];
+  args text[];
+  wanted text[];
+BEGIN
+  FOR trig IN SELECT s AS att, t.tgparentid <> 0 AS clone, t.tgargs
+              FROM pg_trigger t CROSS JOIN LATERAL simhash_internal.attachment(t.tgrelid, t.tgname, t.tgargs) s
+              WHERE t.tgrelid = rename_column.table_name
+                AND t.tgfoid = '@extschema@.simhash_trigger()'::regprocedure LOOP
+    att := trig.att;
+    renamed := att.fingerprint_column || att.band_columns || att.flag_column;
+    IF old_name = ANY (renamed) THEN
+      RAISE EXCEPTION 'cannot rename column "%" of "%": simhash_attach() added it for column "%"',
+        old_name, table_name, att.text_column
+        USING ERRCODE = '55000',
+              HINT = format('Rename column %I instead: its fingerprint, band and flag columns follow it.', att.text_column);
+    END IF;
+    -- A partition's columns are inherited: PostgreSQL refuses to rename them there.
+    CONTINUE WHEN old_name NOT IN (att.text_column, att.scope_column) OR trig.clone OR new_name = old_name;
+    IF (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
+      RAISE EXCEPTION 'cannot rename attached column "%" of distributed table "%"', old_name, table_name
+        USING ERRCODE = '0A000',
+              HINT = 'Detach it with simhash_detach(), rename it, and attach it again.';
+    END IF;
+    args := simhash_internal.trigger_args(trig.tgargs);
+    -- The scope column (the tenth argument) is followed: the triggers are made again naming it; the
+    -- names derived from the text column stay.
+    IF old_name = att.scope_column THEN
+      args[10] := new_name;
+      PERFORM simhash_internal.rename_column_triggers(table_name::regclass, att.trigger_name::name,
+                                                      att.text_column::name, att.text_column::name, args::text[]);
+      CONTINUE;
+    END IF;
+    -- The same arguments with the new text column: the names derived from them are the new names.
+    args[1] := new_name;
+    wanted := simhash_internal.rename_column_check(table_name::regclass, old_name::name, new_name::name,
+                                                   renamed::name[], args::text[]);
+    FOR i IN 1 .. cardinality(wanted) LOOP
+      EXECUTE format('ALTER TABLE %s RENAME COLUMN %I TO %I', table_name, renamed[i], wanted[i]);
+    END LOOP;
+    PERFORM simhash_internal.rename_column_triggers(table_name::regclass, att.trigger_name::name, old_name::name,
+                                                    new_name::name, args::text[]);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.rename_column(regclass, name, name) IS
+  'Before an attached text or scope column is renamed, renames the columns derived from it and remakes its triggers';
 
 -- src/api/internal.rs: the check of a table's rows when it is attached as a partition
 CREATE FUNCTION simhash_internal."check_attached_partitions"() RETURNS void

@@ -337,7 +337,8 @@ unsafe fn attachments_of(
 }
 
 /// Refuses `ALTER TABLE ... DROP COLUMN`, `ALTER COLUMN ... TYPE`, `DROP EXPRESSION` or `SET
-/// EXPRESSION` of a column that `simhash_attach()` added (SQLSTATE 55000, as a rename of one):
+/// EXPRESSION` of a column that `simhash_attach()` added, and `DROP COLUMN` of an attached text or
+/// scope column (SQLSTATE 55000, as a rename of one):
 /// without it the trigger and `simhash_detach()` would be left without a column they name, or
 /// lookups and the trigger with a column of another type or other values than they read and write.
 /// A new type of an attached text column must be text, varchar or char (42804), as attach requires.
@@ -372,6 +373,35 @@ unsafe fn refuse_derived_change(
             hint: Some(format!(
                 "Detach column {} with simhash_detach() instead: that drops every column it added.",
                 att.text_column
+            )),
+        });
+    }
+    // The text or scope column of an attachment: its trigger would fail every write (issue 50).
+    if let (ColumnChange::Drop, Some(att)) = (
+        change,
+        attachments
+            .iter()
+            .find(|att| att.text_column == column || att.scope_column.as_deref() == Some(&column)),
+    ) {
+        let what = if att.text_column == column {
+            "attached"
+        } else {
+            "the scope of an attachment"
+        };
+        raise(EncodedError {
+            code: PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            message: format!("cannot drop column \"{column}\" of \"{name}\": it is {what}"),
+            detail: Some(format!(
+                "simhash_attach() attached column \"{}\"{}; its trigger needs the column.",
+                att.text_column,
+                att.scope_column
+                    .as_ref()
+                    .map_or_else(String::new, |s| format!(" with scope \"{s}\""))
+            )),
+            hint: Some(format!(
+                "Detach it first: SELECT simhash_detach('{}', '{}');",
+                name.replace('\'', "''"),
+                att.text_column.replace('\'', "''")
             )),
         });
     }

@@ -200,7 +200,8 @@ BEGIN
     END IF;
   END IF;
   -- After an online attach, its bands constraint is named after the trigger (sql/src/online.sql).
-  IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = trigger_name || '$bands') THEN
+  IF new_names.trigger_name <> trigger_name
+     AND EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = trigger_name || '$bands') THEN
     EXECUTE format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', table_name, trigger_name || '$bands',
                    new_names.trigger_name || '$bands');
   END IF;
@@ -234,14 +235,22 @@ BEGIN
               HINT = format('Rename column %I instead: its fingerprint, band and flag columns follow it.', att.text_column);
     END IF;
     -- A partition's columns are inherited: PostgreSQL refuses to rename them there.
-    CONTINUE WHEN old_name <> att.text_column OR trig.clone OR new_name = old_name;
+    CONTINUE WHEN old_name NOT IN (att.text_column, att.scope_column) OR trig.clone OR new_name = old_name;
     IF (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
       RAISE EXCEPTION 'cannot rename attached column "%" of distributed table "%"', old_name, table_name
         USING ERRCODE = '0A000',
               HINT = 'Detach it with simhash_detach(), rename it, and attach it again.';
     END IF;
-    -- The same arguments with the new text column: the names derived from them are the new names.
     args := simhash_internal.trigger_args(trig.tgargs);
+    -- The scope column (the tenth argument) is followed: the triggers are made again naming it; the
+    -- names derived from the text column stay.
+    IF old_name = att.scope_column THEN
+      args[10] := new_name;
+      PERFORM simhash_internal.rename_column_triggers(table_name::regclass, att.trigger_name::name,
+                                                      att.text_column::name, att.text_column::name, args::text[]);
+      CONTINUE;
+    END IF;
+    -- The same arguments with the new text column: the names derived from them are the new names.
     args[1] := new_name;
     wanted := simhash_internal.rename_column_check(table_name::regclass, old_name::name, new_name::name,
                                                    renamed::name[], args::text[]);
@@ -254,7 +263,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION simhash_internal.rename_column(regclass, name, name) IS
-  'Before an attached text column is renamed, renames the columns derived from it and remakes its trigger';
+  'Before an attached text or scope column is renamed, renames the columns derived from it and remakes its triggers';
 
 CREATE FUNCTION simhash_ddl_command_start() RETURNS event_trigger LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_ddl_command_start';
 COMMENT ON FUNCTION simhash_ddl_command_start() IS

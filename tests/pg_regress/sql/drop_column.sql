@@ -4,6 +4,18 @@ SELECT simhash_attach('drop_column', 'body', on_duplicate => 'flag');
 ALTER TABLE drop_column DROP COLUMN body_band2;
 ALTER TABLE drop_column DROP COLUMN IF EXISTS body_simhash;
 ALTER TABLE drop_column ADD COLUMN extra int, DROP COLUMN body_duplicate_of;
+-- Nor the attached text column, nor the scope column: the trigger would fail every write (55000,
+-- with the detach to run first), also with CASCADE and inside a transaction.
+ALTER TABLE drop_column DROP COLUMN body;
+ALTER TABLE drop_column DROP COLUMN body CASCADE;
+BEGIN;
+ALTER TABLE drop_column DROP COLUMN note, DROP COLUMN body;
+ROLLBACK;
+CREATE TABLE drop_scope (id int PRIMARY KEY, site int, body text);
+SELECT simhash_attach('drop_scope', 'body', scope => 'site');
+ALTER TABLE drop_scope DROP COLUMN site;
+SELECT text_column, scope_column FROM simhash_attachments() WHERE table_name = 'drop_scope'::regclass;
+DROP TABLE drop_scope;
 -- Other columns drop as usual, and the attachment keeps working.
 ALTER TABLE drop_column DROP COLUMN note;
 INSERT INTO drop_column VALUES (1, 'the quick brown fox jumps over the lazy dog again and again');

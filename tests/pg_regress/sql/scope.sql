@@ -47,14 +47,19 @@ SELECT text_column, scope_column FROM simhash_attachments() WHERE table_name = '
 INSERT INTO notes VALUES (2, 4, 'Volunteers hauled half a ton of trash from the beach at Sandy Point on Saturday');
 SELECT tenant, id, content_duplicate_of FROM notes WHERE id = 4;
 
--- Errors: no such column (42703), a type without equality (42883); the scope column renamed or
--- dropped after the attach (42703 from the trigger).
+-- Errors: no such column (42703), a type without equality (42883). A renamed scope column is
+-- followed, as a renamed text column is: near-duplicates per owner now.
 \set VERBOSITY terse
 CREATE TABLE docs (meta json, tenant int, body text);
 SELECT simhash_attach('docs', 'body', scope => 'nope');
 SELECT simhash_attach('docs', 'body', on_duplicate => 'error', scope => 'meta');
 SELECT simhash_attach('docs', 'body', on_duplicate => 'error', scope => 'tenant');
 ALTER TABLE docs RENAME COLUMN tenant TO owner;
-SELECT pg_temp.try($$INSERT INTO docs (owner, body) VALUES (1, 'A quiet week in the valley: cranes return to the wetlands.')$$);
+SELECT text_column, scope_column, on_duplicate FROM simhash_attachments() WHERE table_name = 'docs'::regclass;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'docs'::regclass ORDER BY tgname;
+INSERT INTO docs (owner, body) VALUES (1, 'A quiet week in the valley: cranes return to the wetlands.');
+SELECT pg_temp.try($$INSERT INTO docs (owner, body) VALUES (1, 'A quiet week in the valley: cranes return to the wetlands!')$$);
+INSERT INTO docs (owner, body) VALUES (2, 'A quiet week in the valley: cranes return to the wetlands!');
+SELECT owner, count(*) FROM docs GROUP BY owner ORDER BY owner;
 \set VERBOSITY default
 DROP TABLE posts, notes, skipped, docs;
