@@ -149,6 +149,113 @@ $$;
 COMMENT ON FUNCTION simhash_internal.rename_column(regclass, name, name) IS
   'Before an attached text or scope column is renamed, renames the columns derived from it and remakes its triggers';
 
+-- sql/src/attach.sql: a checking attach reports the near-duplicates already in its table (issue 50)
+CREATE FUNCTION simhash_internal.report_existing(table_name regclass, text_column name, max_rows bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment;
+  pairs bigint;
+  rows_in bigint;
+BEGIN
+  -- The near-duplicates a checking attachment finds already in its table (issue 50): a unique index
+  -- refuses to build over duplicates; an attach keeps them, and says so. They stay until removed,
+  -- and an UPDATE of the text of one of them is checked as any write. Counting them is a whole
+  -- simhash_pairs(): with max_rows (simhash_attach(), whose lock the count would prolong) only a
+  -- table of at most max_rows rows is counted (docs/ARCHITECTURE.md section 6.3).
+  att := simhash_internal.find_attachment(table_name, text_column);
+  IF att.on_duplicate = 'none' OR att.registry
+     OR (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
+    RETURN;
+  END IF;
+  IF max_rows IS NOT NULL THEN
+    EXECUTE format('SELECT count(*) FROM (SELECT FROM %s LIMIT %s) r', table_name, max_rows + 1) INTO rows_in;
+    IF rows_in > max_rows THEN
+      RAISE NOTICE '%', format('table %s has over %s rows: near-duplicates already among them, if any, were not counted', table_name, max_rows)
+        USING DETAIL = 'They stay: the check applies to new writes, and to an UPDATE of their text.',
+              HINT = format('List them with SELECT * FROM simhash_pairs(%L, text_column => %L).', table_name::text, text_column);
+      RETURN;
+    END IF;
+  END IF;
+  SELECT count(DISTINCT (p.key_a, p.key_b)), count(DISTINCT k.key) INTO pairs, rows_in
+  FROM @extschema@.simhash_pairs(table_name, text_column => text_column::text) p
+  CROSS JOIN LATERAL (VALUES (p.key_a), (p.key_b)) k(key);
+  IF pairs > 0 THEN
+    RAISE NOTICE '%', format('%s rows of table %s already have a near-duplicate in column %I: %s %s', rows_in,
+                             table_name, text_column, pairs, CASE WHEN pairs = 1 THEN 'pair' ELSE 'pairs' END)
+      USING DETAIL = 'They stay: the check applies to new writes, and to an UPDATE of their text.',
+            HINT = format('List them with SELECT * FROM simhash_pairs(%L, text_column => %L); simhash_clusters() groups them to keep one row of each.',
+                          table_name::text, text_column);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.report_existing(regclass, name, bigint) IS
+  'After a checking attach: a NOTICE of the rows already in the table that have a near-duplicate';
+
+CREATE OR REPLACE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
+                               on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
+                               shingle int DEFAULT NULL, weighting text DEFAULT NULL,
+                               stopwords boolean DEFAULT NULL, fold text DEFAULT NULL, scope name DEFAULT NULL,
+                               registry boolean DEFAULT false, min_length int DEFAULT 0,
+                               method text DEFAULT 'simhash', threshold float8 DEFAULT NULL,
+                               verify boolean DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  args bytea;
+  names record;
+  att @extschema@.simhash_attachment;
+  checked record;
+BEGIN
+  -- An attach, in steps that are functions of schema simhash_internal:
+  --   attach_checks              everything that can refuse the attach, before anything changes;
+  --   attach_fingerprint_column  the fingerprint column (filled there on a Citus table);
+  --   attach_bands               the band and flag columns, in one rewrite of the table that writes
+  --                              every row's fingerprint and bands;
+  --   attach_indexes             the band indexes;
+  --   create_triggers            the triggers;
+  --   registry_view, registry_shards  with registry => true, the view that writes go through.
+  -- On a partitioned table each step reaches every partition: the columns are inherited, the
+  -- indexes partitioned, the trigger cloned.
+  IF table_name IS NULL OR text_column IS NULL THEN
+    RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
+  -- check the method, max_distance or threshold, on_duplicate, the text options (NULL: the
+  -- method's default), min_length, and the length of the names derived from the column (42622).
+  -- The names, and the options with their defaults filled in, come from them.
+  args := simhash_internal.encode_attachment(text_column, method, max_distance, threshold, on_duplicate, tokenizer,
+                                             shingle, weighting, stopwords, fold, scope, registry, min_length,
+                                             verify);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, text_column);
+  SELECT * INTO STRICT att FROM simhash_internal.attachment(table_name, names.trigger_name, args);
+
+  -- Everything that can refuse the attach, before anything changes. (Its errors, and those of the
+  -- lines above, keep the CONTEXT line numbers they had when this function did every step itself:
+  -- tests/pg_regress/expected/drop_column.out, minhash_attach.out.)
+  SELECT * INTO checked FROM simhash_internal.attach_checks(table_name, text_column, args);
+  PERFORM simhash_internal.attach_fingerprint_column(att::@extschema@.simhash_attachment, checked.dist_method::"char");
+  PERFORM simhash_internal.attach_bands(att::@extschema@.simhash_attachment, checked.dist_method::"char",
+                                        checked.key_type::text);
+  PERFORM simhash_internal.attach_indexes(att::@extschema@.simhash_attachment, checked.dist_column::name);
+  PERFORM simhash_internal.create_triggers(table_name::regclass, args::bytea, checked.kind::"char",
+                                           checked.dist_method::"char");
+  IF registry THEN
+    -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
+    -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
+    PERFORM simhash_internal.registry_view(table_name, text_column);
+    PERFORM simhash_internal.registry_shards(table_name, text_column);
+  END IF;
+  PERFORM simhash_internal.report_existing(table_name, text_column, 100000);
+END
+$$;
+COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8, boolean) IS
+  'Adds a fingerprint column (SimHash) or signature column (MinHash), indexed band columns and the simhash trigger to a table (and its partitions)';
+
 -- src/api/internal.rs: the check of a table's rows when it is attached as a partition
 CREATE FUNCTION simhash_internal."check_attached_partitions"() RETURNS void
 STRICT

@@ -107,6 +107,7 @@ pub unsafe fn attach(table: pg_sys::Oid, column: String, args: &[pg_sys::Nullabl
     }
     job.wait_for_writers();
     job.forget_progress();
+    job.report_existing();
 }
 
 /// The session lock of one online attach of a column: a second one of the same column fails at
@@ -464,6 +465,17 @@ impl Attach {
         commit();
         query(
             "SELECT simhash_internal.online_validate($1::pg_catalog.regclass, $2::pg_catalog.name)",
+            &[Arg::Oid(self.table), text_arg(&self.column)],
+        );
+        commit();
+    }
+
+    /// At the end, a NOTICE of the rows already in the table that have a near-duplicate (as
+    /// `simhash_attach()` gives: `simhash_internal.report_existing()`), counted whatever the table's
+    /// size: no lock is held now.
+    unsafe fn report_existing(&mut self) {
+        query(
+            "SELECT simhash_internal.report_existing($1::pg_catalog.regclass, $2::pg_catalog.name, NULL)",
             &[Arg::Oid(self.table), text_arg(&self.column)],
         );
         commit();

@@ -352,6 +352,50 @@ $$;
 COMMENT ON FUNCTION simhash_internal.attach_indexes(@extschema@.simhash_attachment, name) IS
   'Builds the band indexes of an attachment';
 
+CREATE FUNCTION simhash_internal.report_existing(table_name regclass, text_column name, max_rows bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment;
+  pairs bigint;
+  rows_in bigint;
+BEGIN
+  -- The near-duplicates a checking attachment finds already in its table (issue 50): a unique index
+  -- refuses to build over duplicates; an attach keeps them, and says so. They stay until removed,
+  -- and an UPDATE of the text of one of them is checked as any write. Counting them is a whole
+  -- simhash_pairs(): with max_rows (simhash_attach(), whose lock the count would prolong) only a
+  -- table of at most max_rows rows is counted (docs/ARCHITECTURE.md section 6.3).
+  att := simhash_internal.find_attachment(table_name, text_column);
+  IF att.on_duplicate = 'none' OR att.registry
+     OR (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
+    RETURN;
+  END IF;
+  IF max_rows IS NOT NULL THEN
+    EXECUTE format('SELECT count(*) FROM (SELECT FROM %s LIMIT %s) r', table_name, max_rows + 1) INTO rows_in;
+    IF rows_in > max_rows THEN
+      RAISE NOTICE '%', format('table %s has over %s rows: near-duplicates already among them, if any, were not counted', table_name, max_rows)
+        USING DETAIL = 'They stay: the check applies to new writes, and to an UPDATE of their text.',
+              HINT = format('List them with SELECT * FROM simhash_pairs(%L, text_column => %L).', table_name::text, text_column);
+      RETURN;
+    END IF;
+  END IF;
+  SELECT count(DISTINCT (p.key_a, p.key_b)), count(DISTINCT k.key) INTO pairs, rows_in
+  FROM @extschema@.simhash_pairs(table_name, text_column => text_column::text) p
+  CROSS JOIN LATERAL (VALUES (p.key_a), (p.key_b)) k(key);
+  IF pairs > 0 THEN
+    RAISE NOTICE '%', format('%s rows of table %s already have a near-duplicate in column %I: %s %s', rows_in,
+                             table_name, text_column, pairs, CASE WHEN pairs = 1 THEN 'pair' ELSE 'pairs' END)
+      USING DETAIL = 'They stay: the check applies to new writes, and to an UPDATE of their text.',
+            HINT = format('List them with SELECT * FROM simhash_pairs(%L, text_column => %L); simhash_clusters() groups them to keep one row of each.',
+                          table_name::text, text_column);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.report_existing(regclass, name, bigint) IS
+  'After a checking attach: a NOTICE of the rows already in the table that have a near-duplicate';
+
 CREATE FUNCTION simhash_attach(table_name regclass, text_column name, max_distance int DEFAULT NULL,
                                on_duplicate text DEFAULT 'none', tokenizer text DEFAULT NULL,
                                shingle int DEFAULT NULL, weighting text DEFAULT NULL,
@@ -408,6 +452,7 @@ BEGIN
     PERFORM simhash_internal.registry_view(table_name, text_column);
     PERFORM simhash_internal.registry_shards(table_name, text_column);
   END IF;
+  PERFORM simhash_internal.report_existing(table_name, text_column, 100000);
 END
 $$;
 COMMENT ON FUNCTION simhash_attach(regclass, name, int, text, text, int, text, boolean, text, name, boolean, int, text, float8, boolean) IS
