@@ -10,10 +10,12 @@ Without a server (README.md, CHANGELOG.md and docs/*.md):
 - every repository path written as code (`bench/dedup.sh`) exists, or is one git ignores (made by a
   script).
 With --port, against a server where simhash_ext is installed (in a fresh database it creates):
-- the README's Reference lists every function and procedure of the extension's schema exactly once
-  per signature, with the installed argument names, types of the required arguments, defaults of the
-  optional ones and result type (`procedure` for a procedure), and nothing else;
-- its settings table lists exactly the simhash.* settings, with their defaults.
+- the Functions section of docs/reference.md lists every function and procedure of the extension's
+  schema exactly once per signature, with the installed argument names, types of the required
+  arguments, defaults of the optional ones and result type (`procedure` for a procedure), and nothing
+  else;
+- its Settings section lists exactly the simhash.* settings, with their defaults;
+- the README's Reference section links to docs/reference.md.
 Exits 1 and names each difference.
 """
 
@@ -167,22 +169,38 @@ def readme_signature(call: str, result: str) -> str:
     return f"{m.group(1)}({', '.join(parts)}) -> {norm_type(result)}"
 
 
+REFERENCE = ROOT / "docs" / "reference.md"
+
+
+def section(path: pathlib.Path, title: str) -> str | None:
+    """The text of the level-2 section `title` of `path` (up to the next level-2 heading)."""
+    m = re.search(r"(?ms)^## %s\n(.*?)(?=^## |\Z)" % re.escape(title), path.read_text(encoding="utf-8"))
+    return m.group(1) if m else None
+
+
 def reference_rows() -> tuple[list[str], dict[str, str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    m = re.search(r"(?ms)^## Reference\n(.*?)(?=^## )", text)
-    if not m:
+    readme = section(ROOT / "README.md", "Reference")
+    if readme is None:
         errors.append("README.md has no '## Reference' section")
-        return [], {}
+    elif "](docs/reference.md" not in readme:
+        errors.append("README.md's Reference section does not link to docs/reference.md")
+    parts = {title: section(REFERENCE, title) for title in ("Functions", "Settings")}
+    for title, text in parts.items():
+        if text is None:
+            errors.append(f"docs/reference.md has no '## {title}' section")
     functions, settings = [], {}
-    for line in m.group(1).splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
-        if len(cells) < 2 or not cells[0].startswith("`"):
-            continue
-        first, second = cells[0].strip("`"), re.findall(r"`([^`]*)`", cells[1])
-        if first.startswith("simhash.") and second:
-            settings[first] = second[0]
-        elif "(" in first and second:
-            functions.append(readme_signature(first, second[0]))
+    for title, text in parts.items():
+        for line in (text or "").splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+            if len(cells) < 2 or not cells[0].startswith("`"):
+                continue
+            first, second = cells[0].strip("`"), re.findall(r"`([^`]*)`", cells[1])
+            if title == "Settings" and first.startswith("simhash.") and second:
+                settings[first] = second[0]
+            elif title == "Functions" and "(" in first and second:
+                functions.append(readme_signature(first, second[0]))
+            elif second:
+                errors.append(f"docs/reference.md, {title}: cannot read the row {line.strip()[:60]!r}")
     return functions, settings
 
 
@@ -213,20 +231,20 @@ def check_server(args: argparse.Namespace) -> None:
         "LOAD 'simhash_ext'", "SELECT name, boot_val FROM pg_settings WHERE name LIKE 'simhash.%'")}
     documented, documented_settings = reference_rows()
     for sig in sorted(set(installed) - set(documented)):
-        errors.append(f"README Reference lacks (or misstates) the installed {sig}")
+        errors.append(f"docs/reference.md Functions lacks (or misstates) the installed {sig}")
     for sig in sorted(set(documented) - set(installed)):
-        errors.append(f"README Reference shows {sig}, which is not installed so")
+        errors.append(f"docs/reference.md Functions shows {sig}, which is not installed so")
     for sig in sorted({s for s in documented if documented.count(s) > 1}):
-        errors.append(f"README Reference lists {sig} more than once")
+        errors.append(f"docs/reference.md Functions lists {sig} more than once")
     for name in sorted(set(settings) | set(documented_settings)):
         if name not in documented_settings:
-            errors.append(f"README settings table lacks {name} (default {settings[name]})")
+            errors.append(f"docs/reference.md Settings lacks {name} (default {settings[name]})")
         elif name not in settings:
-            errors.append(f"README settings table shows {name}, which the extension does not define")
+            errors.append(f"docs/reference.md Settings shows {name}, which the extension does not define")
         elif documented_settings[name] != settings[name]:
-            errors.append(f"README settings table gives {name} the default {documented_settings[name]!r}, the extension {settings[name]!r}")
+            errors.append(f"docs/reference.md Settings gives {name} the default {documented_settings[name]!r}, the extension {settings[name]!r}")
     if not errors:
-        print(f"docs: README Reference matches the installed extension ({len(installed)} functions, {len(settings)} settings)")
+        print(f"docs: docs/reference.md matches the installed extension ({len(installed)} functions, {len(settings)} settings)")
 
 
 def main() -> None:
