@@ -196,7 +196,7 @@ if ((everything)); then
 
     # The Debian package (issue 13): built from `cargo pgrx package` output, installed with dpkg into an
     # isolated copy of the PostgreSQL tree, where CREATE EXTENSION, every SQL example of the README
-    # (verbatim, outputs compared) and the README's reference against the installed functions and
+    # (verbatim, outputs compared) and the reference (docs/reference.md) against the installed functions and
     # settings run (port 54351); and the contents of the package for 18.
     log "Debian package (tests/package/deb.sh)"
     run_suite deb bash tests/package/deb.sh --other-major "$(ensure_pg_wheel 18)"

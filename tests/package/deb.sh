@@ -3,7 +3,7 @@
 # control fields and contents, lets apt resolve its dependencies against this machine (simulated),
 # installs it with dpkg into an isolated root, starts a PostgreSQL that loads the extension from
 # exactly the files dpkg put there, runs CREATE EXTENSION, every SQL example of the README and the check of
-# the README's reference against the installed extension (scripts/check_docs.py), and removes it.
+# the reference (docs/reference.md) against the installed extension (scripts/check_docs.py), and removes it.
 #
 #   bash tests/package/deb.sh [--package DIR] [--other-major PG_CONFIG]
 #
@@ -148,7 +148,7 @@ check "the server loaded the packaged .so" \
     grep -q "$R$SYS_LIB/simhash_ext.so" <(psql_ -c "SELECT simhash('x')" -c "SELECT pg_read_file('/proc/' || pg_backend_pid() || '/maps')")
 check "every SQL example of the README, run verbatim, prints the output the README shows" \
     python3 tests/package/readme_examples.py --port "$PORT" --psql "$SYS_BIN/psql"
-check "the README's reference and settings match the installed extension" \
+check "docs/reference.md's functions and settings match the installed extension" \
     python3 scripts/check_docs.py --port "$PORT" --psql "$SYS_BIN/psql"
 stop_server "$DIR/srv"
 
