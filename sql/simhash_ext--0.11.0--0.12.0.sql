@@ -119,7 +119,8 @@ BEGIN
               HINT = format('Rename column %I instead: its fingerprint, band and flag columns follow it.', att.text_column);
     END IF;
     -- A partition's columns are inherited: PostgreSQL refuses to rename them there.
-    CONTINUE WHEN old_name NOT IN (att.text_column, att.scope_column) OR trig.clone OR new_name = old_name;
+    CONTINUE WHEN (old_name IS DISTINCT FROM att.text_column AND old_name IS DISTINCT FROM att.scope_column)
+                  OR trig.clone OR new_name = old_name;
     IF (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
       RAISE EXCEPTION 'cannot rename attached column "%" of distributed table "%"', old_name, table_name
         USING ERRCODE = '0A000',

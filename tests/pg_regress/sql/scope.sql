@@ -61,5 +61,13 @@ INSERT INTO docs (owner, body) VALUES (1, 'A quiet week in the valley: cranes re
 SELECT pg_temp.try($$INSERT INTO docs (owner, body) VALUES (1, 'A quiet week in the valley: cranes return to the wetlands!')$$);
 INSERT INTO docs (owner, body) VALUES (2, 'A quiet week in the valley: cranes return to the wetlands!');
 SELECT owner, count(*) FROM docs GROUP BY owner ORDER BY owner;
+-- Renaming another column of an attachment with or without a scope changes nothing of it.
+ALTER TABLE docs RENAME COLUMN meta TO info;
+CREATE TABLE plain (id int PRIMARY KEY, note text, body text);
+SELECT simhash_attach('plain', 'body', on_duplicate => 'error');
+ALTER TABLE plain RENAME COLUMN note TO remark;
+SELECT table_name, text_column, scope_column FROM simhash_attachments() WHERE table_name IN ('docs'::regclass, 'plain'::regclass) ORDER BY 1;
+SELECT attname FROM pg_attribute WHERE attrelid = 'plain'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum;
+DROP TABLE plain;
 \set VERBOSITY default
 DROP TABLE posts, notes, skipped, docs;
