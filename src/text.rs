@@ -75,6 +75,20 @@ impl Text {
         Text(unsafe { pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr()) })
     }
 
+    /// Gives `f` the bytes of the non-NULL text datum `datum`, detoasted for the call only: a copy
+    /// made to detoast it is freed on return (a text may be 1 GB).
+    ///
+    /// # Safety
+    /// As [`Text::from_raw_datum`].
+    pub unsafe fn with_bytes<R>(datum: pg_sys::Datum, f: impl FnOnce(&[u8]) -> R) -> R {
+        let text = unsafe { Text::from_raw_datum(datum) };
+        let result = f(text.bytes());
+        if text.0 != datum.cast_mut_ptr::<pg_sys::varlena>() {
+            unsafe { pg_sys::pfree(text.0.cast()) };
+        }
+        result
+    }
+
     /// The bytes of the text, in the server encoding.
     pub fn bytes(&self) -> &[u8] {
         unsafe {

@@ -10,6 +10,8 @@ use std::collections::VecDeque;
 
 use pgrx::prelude::*;
 
+use crate::text::Text;
+
 /// A row's note.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Note {
@@ -41,15 +43,7 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
 /// # Safety
 /// `text` must be a text datum.
 pub unsafe fn text_hash(text: Option<pg_sys::Datum>) -> u64 {
-    text.map_or(0, |d| {
-        let p = pg_sys::pg_detoast_datum_packed(d.cast_mut_ptr());
-        let bytes = std::slice::from_raw_parts(pgrx::vardata_any(p) as *const u8, pgrx::varsize_any_exhdr(p));
-        let hash = hash_bytes(bytes);
-        if p != d.cast_mut_ptr() {
-            pg_sys::pfree(p.cast());
-        }
-        hash
-    })
+    text.map_or(0, |d| Text::with_bytes(d, hash_bytes))
 }
 
 /// Notes `note` for the row of `table` the BEFORE trigger of the attachment whose fingerprint column

@@ -225,20 +225,7 @@ unsafe fn same_text(a: Option<pg_sys::Datum>, b: Option<pg_sys::Datum>) -> bool 
         return true;
     }
     let (Some(a), Some(b)) = (a, b) else { return false };
-    let (pa, pb) = (
-        pg_sys::pg_detoast_datum_packed(a.cast_mut_ptr()),
-        pg_sys::pg_detoast_datum_packed(b.cast_mut_ptr()),
-    );
-    let bytes = |p: *mut pg_sys::varlena| {
-        std::slice::from_raw_parts(pgrx::vardata_any(p) as *const u8, pgrx::varsize_any_exhdr(p))
-    };
-    let same = bytes(pa) == bytes(pb);
-    for (p, d) in [(pa, a), (pb, b)] {
-        if p != d.cast_mut_ptr() {
-            pg_sys::pfree(p.cast());
-        }
-    }
-    same
+    Text::with_bytes(a, |x| Text::with_bytes(b, |y| x == y))
 }
 
 /// Whether the text (attribute `text_att`) of `tuple` is shorter than `att.min_length`.
