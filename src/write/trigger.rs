@@ -170,14 +170,19 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
         None
     };
     // What the check trigger is told of the row (src/write/notes.rs): the text its value is of and,
-    // for the INSERT half of a move, whether the UPDATE changed the text or the scope.
-    if keyless {
-        let note = notes::Note {
-            text_hash,
-            moved: moved.filter(|_| after),
-        };
-        notes::note((*td.tg_relation).rd_id, firing.setup.fp_att, token, note);
-    }
+    // for the INSERT half of a move, whether the UPDATE changed the text or the scope. Noted only
+    // as the row is passed on, and only with a value: the check trigger takes no note of a row
+    // skipped here or of a NULL value, and one left behind would be passed over by every later take.
+    let note = |relid: pg_sys::Oid| {
+        if keyless && token.is_some() {
+            let note = notes::Note {
+                text_hash,
+                moved: moved.filter(|_| after),
+            };
+            notes::note(relid, firing.setup.fp_att, token, note);
+        }
+    };
+    let relid = (*td.tg_relation).rd_id;
     let moved = moved.is_some();
     if let (true, true, Value::SimHash(fp)) = (
         checking && text_changed,
@@ -185,6 +190,7 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
         &value,
     ) {
         check_registered(&firing, *fp);
+        note(relid);
         return firing.modified(&columns);
     }
     // Checked after the write alone: 'error' mode with the triggers of 0.12.0 (§8.2).
@@ -197,6 +203,7 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
         }
     }
     firing.note_update(token, text_changed || scope_changed);
+    note(relid);
     firing.modified(&columns)
 }
 
