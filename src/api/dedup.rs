@@ -5,7 +5,7 @@ use pgrx::prelude::*;
 
 use crate::catalog::RegClass;
 use crate::dedup::table::Asked;
-use crate::text::ServerText;
+use crate::text::{ServerText, Text};
 
 /// Every near-duplicate pair of an attached table within `max_distance` (default: the attached one),
 /// with the keys of both rows as text (`key_a` first in key order) and their distance; for a MinHash
@@ -16,7 +16,7 @@ use crate::text::ServerText;
 fn dedup_pairs(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
+    text_column: default!(Option<Text>, "NULL"),
     threshold: default!(Option<f64>, "NULL"),
     verify: default!(Option<bool>, "NULL"),
 ) -> TableIterator<
@@ -28,10 +28,11 @@ fn dedup_pairs(
         name!(similarity, Option<f64>),
     ),
 > {
+    let column = text_column.as_ref().map(Text::to_utf8);
     TableIterator::new(
         crate::dedup::pairs(
             required(table_name),
-            &asked(max_distance, text_column, threshold, verify),
+            &asked(max_distance, column.as_deref(), threshold, verify),
         )
         .map(|(a, b, d, s)| (ServerText(a), ServerText(b), d, s)),
     )
@@ -44,7 +45,7 @@ fn dedup_pairs(
 fn dedup_clusters(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
+    text_column: default!(Option<Text>, "NULL"),
     threshold: default!(Option<f64>, "NULL"),
     verify: default!(Option<bool>, "NULL"),
 ) -> TableIterator<
@@ -55,9 +56,10 @@ fn dedup_clusters(
         name!(cluster_size, i64),
     ),
 > {
+    let column = text_column.as_ref().map(Text::to_utf8);
     let (keys, representative) = crate::dedup::clusters(
         required(table_name),
-        &asked(max_distance, text_column, threshold, verify),
+        &asked(max_distance, column.as_deref(), threshold, verify),
     );
     cluster_table(keys, representative)
 }
@@ -122,7 +124,7 @@ fn cluster_table(
 fn pairs(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
+    text_column: default!(Option<Text>, "NULL"),
     threshold: default!(Option<f64>, "NULL"),
 ) -> TableIterator<
     'static,
@@ -141,7 +143,7 @@ fn pairs(
 fn clusters(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
+    text_column: default!(Option<Text>, "NULL"),
     threshold: default!(Option<f64>, "NULL"),
 ) -> TableIterator<
     'static,
@@ -161,7 +163,7 @@ fn clusters(
 fn simhash_pairs(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
+    text_column: default!(Option<Text>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -178,7 +180,7 @@ fn simhash_pairs(
 fn simhash_clusters(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
+    text_column: default!(Option<Text>, "NULL"),
 ) -> TableIterator<
     'static,
     (

@@ -185,7 +185,7 @@ fn simhash_lookup_cost(
     table_name: Option<crate::catalog::RegClass>,
     fingerprint: i64,
     max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<&str>, "NULL"),
+    text_column: default!(Option<crate::text::Text>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<
     'static,
@@ -202,8 +202,10 @@ fn simhash_lookup_cost(
     };
     unsafe {
         let heap = pg_sys::relation_open(table_name.0, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let att =
-            crate::errors::in_extern(|| crate::attachment::find(heap, text_column, own_namespace(fcinfo)));
+        let att = crate::errors::in_extern(|| {
+            let column = text_column.as_ref().map(crate::text::Text::to_utf8);
+            crate::attachment::find(heap, column.as_deref(), own_namespace(fcinfo))
+        });
         let Method::SimHash(sim) = &att.method else {
             ereport!(
                 ERROR,

@@ -88,7 +88,7 @@ pub fn distributed_search(
 /// Runs the statement `sql`, raising its error with `what` and the statement.
 fn run(client: &mut SpiClient<'_>, sql: &str, what: &str) {
     client
-        .update(sql, None, &[])
+        .update(&crate::spi::server_cstring(sql), None, &[])
         .unwrap_or_else(|e| pgrx::error!("{what}: {e} (in {sql})"));
 }
 
@@ -115,12 +115,13 @@ fn create_buckets(client: &mut SpiClient<'_>, relid: pg_sys::Oid, what: &str) ->
     );
     let key_types: Vec<String> = client
         .select(
-            "SELECT pg_catalog.format('%I %s', p.attname, p.atttype) FROM simhash_internal.primary_key($1) p ORDER BY p.ord",
+            "SELECT pg_catalog.convert_to(pg_catalog.format('%I %s', p.attname, p.atttype), 'UTF8') \
+             FROM simhash_internal.primary_key($1) p ORDER BY p.ord",
             None,
             &[relid.into()],
         )
         .ok()?
-        .map(|row| row.get::<String>(1).ok().flatten().unwrap_or_default())
+        .map(|row| utf8_key(row.get::<Vec<u8>>(1).ok().flatten().unwrap_or_default()))
         .collect();
     run(
         client,

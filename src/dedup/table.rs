@@ -115,7 +115,8 @@ pub fn for_each_batch(
     what: &str,
     mut on_batch: impl FnMut(pgrx::spi::SpiTupleTable<'_>),
 ) {
-    let mut cursor = client.open_cursor(query, &[]);
+    // pgrx passes a `&str` as it is: a name in the query is converted to the server encoding.
+    let mut cursor = client.open_cursor(&crate::spi::server_cstring(query), &[]);
     loop {
         let batch = cursor.fetch(10_000).unwrap_or_else(|e| read_failed(what, e));
         if batch.is_empty() {
@@ -215,6 +216,7 @@ pub fn texts_by_ctid(
         if table.partitioned { "" } else { "ONLY " },
         table.qualified
     );
+    let query_sql = crate::spi::server_cstring(&query);
     for (oid, rows) in by_table {
         let mut index = std::collections::HashMap::with_capacity(rows.len());
         let mut tids = String::from("{");
@@ -228,7 +230,7 @@ pub fn texts_by_ctid(
         }
         tids.push('}');
         let batch = client
-            .select(&query, None, &[pg_sys::Oid::from(oid).into(), tids.into()])
+            .select(&query_sql, None, &[pg_sys::Oid::from(oid).into(), tids.into()])
             .unwrap_or_else(|e| read_failed("the texts of candidates", e));
         for row in batch {
             let l = Locator::read(&row, 0, 1);
@@ -267,7 +269,7 @@ pub fn texts_by_key(
         .map(|&r| keys[r as usize].as_bytes().to_vec())
         .collect();
     let batch = client
-        .select(&query, None, &[wanted.into()])
+        .select(&crate::spi::server_cstring(&query), None, &[wanted.into()])
         .unwrap_or_else(|e| read_failed("the texts of candidates", e));
     for row in batch {
         let k = utf8_key(row.get::<Vec<u8>>(1).ok().flatten().unwrap_or_default());

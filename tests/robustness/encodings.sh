@@ -140,6 +140,8 @@ SQL
         "$(error_text "$db" "INSERT INTO docs VALUES ('$k2', \$t\$$text!\$t\$)")" "$want_detail"
     expect "$db: flag mode stores the non-ASCII key" \
         "$(q "$db" -c "SELECT body_duplicate_of FROM flagged WHERE \"$keycol\" = '$k2'")" "$k1"
+    expect "$db: simhash_pairs names both non-ASCII keys" \
+        "$(q "$db" -c "SELECT count(*) FROM simhash_pairs('flagged') WHERE ARRAY[key_a, key_b] @> ARRAY['$k1', '$k2']")" 1
     expect "$db: the stored fingerprint is UTF8's" \
         "$(q "$db" -c "SELECT body_simhash FROM docs")" "$(q enc_utf8 -c "SELECT simhash(\$t\$$text\$t\$)")"
     expect "$db: lookup by text finds the row" \
@@ -160,6 +162,11 @@ for db in enc_latin1 enc_utf8; do
     expect_contains "$db: non-ASCII table and column names in the message" \
         "$(error_text "$db" "INSERT INTO \"Städte\" VALUES (2, 'Zürich und Genève!')")" \
         'near-duplicate text in column "résumé" of relation "Städte"'
+    # The text column named as an argument, in the server encoding (not UTF-8 in LATIN1).
+    expect "$db: simhash_pairs(text_column => 'résumé') reads the column" \
+        "$(q "$db" -c "SELECT count(*) FROM simhash_pairs('\"Städte\"', text_column => 'résumé')")" 0
+    expect "$db: simhash_lookup_cost(text_column => 'résumé') finds the row" \
+        "$(q "$db" -c "SELECT matches FROM simhash_lookup_cost('\"Städte\"', simhash('Zürich und Genève'), text_column => 'résumé')")" 1
     q "$db" -c 'DROP TABLE "Städte"'
 done
 
