@@ -38,6 +38,7 @@ pub extern "C-unwind" fn _PG_init() {
     citus::dedup::register_settings();
     storage::leafmap::register_settings();
     online::register_settings();
+    write::session::register_settings();
     compat::reserve_settings_prefix();
     check::locks::register();
     write::deferred::register();

@@ -87,8 +87,11 @@ thread_local! {
 
 /// The trigger's [`Setup`] for the row in `td`, or the error of a trigger whose arguments or
 /// columns no longer fit.
+/// Its mode is the one this session's writes use (`simhash.on_duplicate`, `crate::write::session`).
 pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
-    setup_for(td.tg_relation, &*td.tg_trigger)
+    let mut setup = setup_for(td.tg_relation, &*td.tg_trigger);
+    setup.att.mode = crate::write::session::mode(setup.att.mode, setup.keyless());
+    setup
 }
 
 /// [`setup_of`] for `trigger` of the open table `rel`.
