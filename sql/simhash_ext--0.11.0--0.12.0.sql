@@ -358,3 +358,12 @@ COMMENT ON FUNCTION @extschema@.minhash_similarity(bytea, bytea) IS
   'The similarity two MinHash signatures estimate: the share of their values that agree';
 COMMENT ON FUNCTION @extschema@.shingle_similarity(text, text, text, integer, boolean, text) IS
   'The exact similarity verification compares with the threshold: the Jaccard similarity of the two texts'' shingle sets';
+
+-- src/api/compare.rs: how an attachment judges two texts (issue 50, row 7)
+CREATE FUNCTION simhash_compare(table_name regclass, a text, b text, text_column text DEFAULT NULL)
+RETURNS TABLE (method text, distance int, max_distance int, estimated_similarity double precision,
+               similarity double precision, threshold double precision, verify bool, near_duplicate bool)
+STABLE PARALLEL SAFE
+LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_compare_wrapper';
+COMMENT ON FUNCTION @extschema@.simhash_compare(regclass, text, text, text) IS
+  'How an attachment judges a write of text a against a row of text b: its measures, its limits, and whether b makes a a near-duplicate';

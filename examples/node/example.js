@@ -45,7 +45,8 @@ async function main() {
     const duplicateKey = await insert(1, 'The ferry timetable changes in May; the evening boat is dropped.');
     assert.equal(duplicateKey.outcome, 'duplicate key');
     assert.equal(duplicateKey.err.constraint, 'news_pkey');
-    const m = /^Key \(id\)=\(1\) is at Hamming distance (\d+) \(max_distance 7\)\.$/.exec(rejected.detail);
+    // Verified, the DETAIL goes on with the similarity of the texts that decided (threshold 0.4).
+    const m = /^Key \(id\)=\(1\) is at Hamming distance (\d+) \(max_distance 7\) and has similarity [01]\.\d{3} \(threshold 0\.4\)\.$/.exec(rejected.detail);
     assert.ok(m, `unexpected DETAIL: ${rejected.detail}`);
 
     const { rows: [{ d }] } = await client.query('SELECT hamming(simhash($1), simhash($2)) AS d', [ORIGINAL, REPOST]);

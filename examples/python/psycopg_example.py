@@ -67,8 +67,11 @@ def main() -> None:
             sys.exit(f"the near-duplicate insert gave {outcome!r}")
         unrelated = "A text unlike any other: the ferry timetable changes in May."
         assert insert((1, "same id", unrelated)) == ("duplicate key", "Key (id)=(1) already exists."), "primary key"
-        m = re.fullmatch(r"Key \(id\)=\((\d+)\) is at Hamming distance (\d+) \(max_distance 7\)\.", detail or "")
+        # Verified, the DETAIL goes on with the similarity of the texts that decided (threshold 0.4).
+        m = re.fullmatch(r"Key \(id\)=\((\d+)\) is at Hamming distance (\d+) \(max_distance 7\)"
+                         r" and has similarity ([01]\.\d{3}) \(threshold 0\.4\)\.", detail or "")
         assert m, f"unexpected DETAIL: {detail!r}"
+        assert float(m[3]) >= 0.4, m[3]
         (distance,) = conn.execute(
             "SELECT hamming(simhash(%s), simhash(%s))", (ORIGINAL, REPOST)
         ).fetchone()

@@ -76,7 +76,8 @@ def main() -> None:
         print(f"rejected: {type(e).__name__} from {type(e.orig).__name__}, SQLSTATE {e.orig.sqlstate}, constraint {diag.constraint_name}")
         print(f"          DETAIL: {diag.message_detail}")
         assert e.orig.sqlstate == "23505", e.orig.sqlstate
-        m = re.fullmatch(r"Key \(id\)=\(1\) is at Hamming distance (\d+) \(max_distance 7\)\.",
+        m = re.fullmatch(r"Key \(id\)=\(1\) is at Hamming distance (\d+) \(max_distance 7\)"
+                         r" and has similarity [01]\.\d{3} \(threshold 0\.4\)\.",
                          diag.message_detail or "")
         assert m, diag.message_detail
         distance = int(m[1])

@@ -29,3 +29,5 @@ COMMENT ON FUNCTION @extschema@.minhash_similarity(bytea, bytea) IS
   'The similarity two MinHash signatures estimate: the share of their values that agree';
 COMMENT ON FUNCTION @extschema@.shingle_similarity(text, text, text, integer, boolean, text) IS
   'The exact similarity verification compares with the threshold: the Jaccard similarity of the two texts'' shingle sets';
+COMMENT ON FUNCTION @extschema@.simhash_compare(regclass, text, text, text) IS
+  'How an attachment judges a write of text a against a row of text b: its measures, its limits, and whether b makes a a near-duplicate';

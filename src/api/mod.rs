@@ -3,6 +3,7 @@
 //! function's arguments (`fcinfo`) or declares SQL.
 
 pub mod bands;
+pub mod compare;
 pub mod ddl;
 pub mod dedup;
 pub mod fill;

@@ -210,15 +210,22 @@ pub fn raise_duplicate(att: &Attachment, table: &str, key_columns: &str, n: &Nea
             "Key ({key_columns})=({key}) has estimated similarity {} ({limit}).",
             similarity_text(similarity)
         ),
-        // A SimHash DETAIL keeps its form, verified or not: applications parse it.
-        (Some(key), Measure::Distance(distance))
-        | (
+        (Some(key), Measure::Distance(distance)) => {
+            format!("Key ({key_columns})=({key}) is at Hamming distance {distance} ({limit}).")
+        }
+        // Verified, the similarity decided (issue 50, row 7): the DETAIL begins as the unverified
+        // one does, for applications that match its start, and goes on with the deciding measure.
+        (
             Some(key),
             Measure::Verified {
                 distance: Some(distance),
-                ..
+                similarity,
             },
-        ) => format!("Key ({key_columns})=({key}) is at Hamming distance {distance} ({limit})."),
+        ) => format!(
+            "Key ({key_columns})=({key}) is at Hamming distance {distance} ({limit}) and has similarity {} (threshold {}).",
+            similarity_text(similarity),
+            att.method.threshold()
+        ),
         (
             Some(key),
             Measure::Verified {

@@ -294,7 +294,7 @@ unsafe fn check_group(rel: pg_sys::Relation, group: &Group, mine: &[(u64, pg_sys
     loop {
         let dirty = crate::check::dirty::Dirty::new();
         let found = first_duplicate(rel, &group.setup, mine, &dirty);
-        let Some((distance, tid)) = found.nearest else {
+        let Some((distance, tid, similarity)) = found.nearest else {
             match found.pending {
                 Some(pending) => {
                     // The statement's rows took their keys in triggers one level deeper.
@@ -313,7 +313,14 @@ unsafe fn check_group(rel: pg_sys::Relation, group: &Group, mine: &[(u64, pg_sys
             att,
             (group.relid, group.setup.attached_table),
             tid,
-            crate::check::report::Measure::Distance(distance),
+            // Verified, the similarity that decided goes into the DETAIL (issue 50, row 7).
+            match similarity {
+                Some(similarity) => crate::check::report::Measure::Verified {
+                    distance: Some(distance),
+                    similarity,
+                },
+                None => crate::check::report::Measure::Distance(distance),
+            },
             None,
             snapshot,
         );
@@ -336,7 +343,8 @@ unsafe fn check_group(rel: pg_sys::Relation, group: &Group, mine: &[(u64, pg_sys
 /// progress that is within reach of one of the rows.
 #[derive(Default)]
 struct Found {
-    nearest: Option<(u32, pg_sys::ItemPointerData)>,
+    /// (distance, TID, the exact similarity when verified).
+    nearest: Option<(u32, pg_sys::ItemPointerData, Option<f64>)>,
     pending: Option<crate::check::dirty::Pending>,
 }
 
@@ -378,7 +386,7 @@ unsafe fn first_duplicate(
     // In slices, to bound the memory of the probe lists; the first slice with a match has the row.
     let mut all_served = true;
     for (at, slice) in rows.chunks(MERGED_ROWS).enumerate() {
-        let mut best: Vec<Option<(u32, pg_sys::ItemPointerData)>> = vec![None; slice.len()];
+        let mut best: Vec<Option<(u32, pg_sys::ItemPointerData, Option<f64>)>> = vec![None; slice.len()];
         let offset = at * MERGED_ROWS;
         let counts = |i: usize, tid: &pg_sys::ItemPointerData| counts(offset + i, tid);
         let slice_verifiers = &verifiers[offset..offset + slice.len()];
@@ -411,7 +419,7 @@ unsafe fn first_duplicate(
     // One search per row: the same results, for tables whose indexes leaf lists cannot serve.
     drop(indexes);
     for (i, &(fp, tid)) in rows.iter().enumerate() {
-        let mut nearest: Option<(u32, pg_sys::ItemPointerData)> = None;
+        let mut nearest: Option<(u32, pg_sys::ItemPointerData, Option<f64>)> = None;
         let search = TableSearch {
             rel,
             att,
@@ -429,8 +437,10 @@ unsafe fn first_duplicate(
                 return;
             }
             let judged = judge_found(dirty, verifiers[i].as_ref(), rel, (*rel).rd_id, slot);
-            if judged.is_some_and(|(_, certain)| certain) && nearest.is_none_or(|(nd, _)| d < nd) {
-                nearest = Some((d, found));
+            if let Some((similarity, true)) = judged {
+                if nearest.is_none_or(|(nd, _, _)| d < nd) {
+                    nearest = Some((d, found, similarity));
+                }
             }
         });
         if nearest.is_some() {
@@ -458,7 +468,7 @@ unsafe fn merged(
     verifiers: &[Option<Verifier>],
     dirty: &crate::check::dirty::Dirty,
     counts: &dyn Fn(usize, &pg_sys::ItemPointerData) -> bool,
-    best: &mut [Option<(u32, pg_sys::ItemPointerData)>],
+    best: &mut [Option<(u32, pg_sys::ItemPointerData, Option<f64>)>],
 ) -> bool {
     let snapshot = dirty.ptr();
     let Some(bands) = indexes.leaf_readable_bands() else {
@@ -510,17 +520,17 @@ unsafe fn merged(
                 let Some(d) = plans[i].accepts(b as u32, fp) else {
                     continue;
                 };
-                if best[i].is_some_and(|(bd, _)| bd <= d) {
+                if best[i].is_some_and(|(bd, _, _)| bd <= d) {
                     continue;
                 }
                 let best = &mut best[i];
                 fetch.fetch_each(tid, snapshot, slot, &mut |slot| {
-                    if !counts(i, &(*slot).tts_tid) || best.is_some_and(|(bd, _)| bd <= d) {
+                    if !counts(i, &(*slot).tts_tid) || best.is_some_and(|(bd, _, _)| bd <= d) {
                         return;
                     }
                     let judged = judge_found(dirty, verifiers[i].as_ref(), rel, (*rel).rd_id, slot);
-                    if judged.is_some_and(|(_, certain)| certain) {
-                        *best = Some((d, (*slot).tts_tid));
+                    if let Some((similarity, true)) = judged {
+                        *best = Some((d, (*slot).tts_tid, similarity));
                     }
                 });
             }

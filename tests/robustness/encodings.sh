@@ -135,7 +135,7 @@ INSERT INTO flagged VALUES ('$k1', \$t\$$text\$t\$), ('$k2', \$t\$$text!\$t\$);
 SQL
     expect "$db: a near-duplicate insert raises 23505" \
         "$(sqlstate "$db" "INSERT INTO docs VALUES ('$k2', \$t\$$text!\$t\$)")" 23505
-    want_detail="DETAIL:  Key (\"$keycol\")=($k1) is at Hamming distance 0 (max_distance 7)."
+    want_detail="DETAIL:  Key (\"$keycol\")=($k1) is at Hamming distance 0 (max_distance 7) and has similarity"
     expect_contains "$db: DETAIL names the non-ASCII key in the client's encoding" \
         "$(error_text "$db" "INSERT INTO docs VALUES ('$k2', \$t\$$text!\$t\$)")" "$want_detail"
     expect "$db: flag mode stores the non-ASCII key" \
