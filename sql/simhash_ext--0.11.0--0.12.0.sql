@@ -367,3 +367,55 @@ STABLE PARALLEL SAFE
 LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_compare_wrapper';
 COMMENT ON FUNCTION @extschema@.simhash_compare(regclass, text, text, text) IS
   'How an attachment judges a write of text a against a row of text b: its measures, its limits, and whether b makes a a near-duplicate';
+
+-- sql/src/attach.sql: the rows written while the trigger did not fire (issue 50, row 6)
+CREATE FUNCTION simhash_fill(table_name regclass, text_column name DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment;
+  enabled "char";
+  filled bigint;
+BEGIN
+  -- The rows written while the trigger did not fire (ALTER TABLE ... DISABLE TRIGGER,
+  -- session_replication_role = replica, a logical replication subscriber's apply) have a text and
+  -- no fingerprint or signature: lookups, dedup and the check miss them. An UPDATE that assigns the
+  -- NULL column makes simhash_trigger() compute the value (a NULL value beside a text is never kept
+  -- as unchanged), as the attach computes it, without a check (docs/ARCHITECTURE.md section 6.3).
+  -- It runs as the caller, with its UPDATE privilege and row-level security, and fires the table's
+  -- UPDATE triggers but those of other columns (UPDATE OF).
+  IF table_name IS NULL THEN
+    RAISE EXCEPTION 'table_name must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  att := simhash_internal.find_attachment(table_name, text_column);
+  IF att.state = 'attaching' THEN
+    RAISE EXCEPTION 'column "%" of "%" is still being attached', att.text_column, att.table_name
+      USING ERRCODE = '55000', HINT = 'simhash_attach_concurrently() fills the rows itself: let it finish.';
+  END IF;
+  IF (SELECT d.method FROM simhash_internal.distribution(att.table_name) d) IS NOT NULL THEN
+    RAISE EXCEPTION 'simhash_fill: % is a Citus table', att.table_name
+      USING ERRCODE = '0A000', HINT = 'Fill it on the shards, or detach and attach the column again.';
+  END IF;
+  SELECT t.tgenabled INTO enabled FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name;
+  IF enabled = 'D' OR (enabled = 'O' AND current_setting('session_replication_role') = 'replica')
+     OR (enabled = 'R' AND current_setting('session_replication_role') <> 'replica') THEN
+    RAISE EXCEPTION 'simhash_fill: trigger "%" of % does not fire in this session', att.trigger_name, att.table_name
+      USING ERRCODE = '55000',
+            HINT = format('ALTER TABLE %s ENABLE TRIGGER %I (or RESET session_replication_role) first.',
+                          att.table_name, att.trigger_name);
+  END IF;
+  EXECUTE format('WITH u AS (UPDATE %s SET %I = NULL WHERE %I IS NULL AND %I IS NOT NULL RETURNING %I) '
+                 'SELECT count(*) FROM u WHERE %I IS NOT NULL',
+                 table_name, att.fingerprint_column, att.fingerprint_column, att.text_column,
+                 att.fingerprint_column, att.fingerprint_column)
+    INTO filled;
+  -- The rows filled are checked by no trigger: as after an attach, say how many rows of the table
+  -- have a near-duplicate.
+  PERFORM simhash_internal.report_existing(att.table_name, att.text_column, NULL);
+  RETURN filled;
+END
+$$;
+COMMENT ON FUNCTION simhash_fill(regclass, name) IS
+  'Computes the fingerprints (signatures) of the rows written while the trigger did not fire; returns how many, and reports near-duplicates';

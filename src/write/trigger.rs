@@ -148,9 +148,24 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
         );
         let stored = getattr(tuple, fp_att, tupdesc);
         let before = getattr(old, fp_att, tupdesc);
-        if let Some(token) = Value::unchanged(&firing.setup.att, before, stored) {
-            firing.note_update(token, false);
-            return pg_sys::Datum::from(tuple);
+        // A NULL value beside a text is no value kept: the row was written while this trigger did
+        // not fire (DISABLE TRIGGER, a replica's apply), and any UPDATE of it computes the value
+        // (`simhash_fill()`, docs/ARCHITECTURE.md §6.3), without a check, as an attach fills.
+        let missing = stored.is_none() && getattr(tuple, firing.setup.text_att, tupdesc).is_some();
+        match Value::unchanged(&firing.setup.att, before, stored) {
+            Some(token) if !missing => {
+                firing.note_update(token, false);
+                return pg_sys::Datum::from(tuple);
+            }
+            _ => {}
+        }
+        if missing {
+            let (value, _) = firing.compute();
+            let mut columns = vec![(firing.setup.fp_att, value.datum())];
+            columns.extend(value.band_values(&firing.setup.kept_bands, &firing.setup.att.method));
+            // Not noted for the check trigger: it checks no UPDATE that keeps the text and scope.
+            firing.note_update(value.token(), false);
+            return firing.modified(&columns);
         }
     }
     let (value, text_hash) = firing.compute();
