@@ -33,6 +33,43 @@ def excerpt(text, rng, drop):
     return " ".join(sents[:at] + sents[at + cut :])
 
 
+KINDS = ["format", "edit2", "edit5", "edit10", "reorder", "boilerplate", "excerpt 4/5", "excerpt 3/5"]
+
+
+def make_copies(lang, ndocs):
+    """(documents, {kind: [(copy, original)]}): `ndocs` real documents of five sentences or more,
+    and one copy of each of them of each kind (fixed seeds: the same on every run)."""
+    c = corpus.Corpus(lang)
+    docs = [d for _, d in c.documents(seed=7, drop_boilerplate=True)]
+    random.Random(11).shuffle(docs)
+    ed = Editor(lang, docs[:2000], seed=13)
+    picked = []
+    for d in docs:
+        d = corpus.one_line(d)
+        if excerpt(d, random.Random(0), 1) is not None:
+            picked.append(d)
+        if len(picked) == ndocs:
+            break
+    progress(f"{lang}: {len(picked)} documents with 5 sentences or more")
+    copies = {}
+    for kind in KINDS:
+        out = []
+        for d in picked:
+            if kind.startswith("edit"):
+                copy = ed.word_edits(d, int(kind[4:]) / 100)
+            elif kind == "reorder":
+                copy = ed.reorder(d)
+            elif kind == "boilerplate":
+                copy = ed.wrap(d, *ed.chrome(c.boilerplate))
+            elif kind == "format":
+                copy = ed.format(d)
+            else:
+                copy = excerpt(d, ed.rng, 5 - int(kind[-3]))
+            out.append((copy, d))
+        copies[kind] = out
+    return picked, copies
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=200)
@@ -43,41 +80,19 @@ def main():
     conn.execute("CREATE TABLE kinds_m (id int PRIMARY KEY, body text)")
     conn.execute("SELECT simhash_attach('kinds_s', 'body', on_duplicate => 'error')")
     conn.execute("SELECT simhash_attach('kinds_m', 'body', method => 'minhash', on_duplicate => 'error')")
-    kinds = ["format", "edit2", "edit5", "edit10", "reorder", "boilerplate", "excerpt 4/5", "excerpt 3/5"]
     rows = []
     for lang in ("zh", "en"):
-        c = corpus.Corpus(lang)
-        docs = [d for _, d in c.documents(seed=7, drop_boilerplate=True)]
-        rng = random.Random(11)
-        rng.shuffle(docs)
-        ed = Editor(lang, docs[:2000], seed=13)
-        picked = []
-        for d in docs:
-            d = corpus.one_line(d)
-            if excerpt(d, random.Random(0), 1) is not None:
-                picked.append(d)
-            if len(picked) == args.docs:
-                break
-        progress(f"{lang}: {len(picked)} documents with 5 sentences or more")
-        for kind in kinds:
+        _, copies = make_copies(lang, args.docs)
+        for kind in KINDS:
             found = {"kinds_s": 0, "kinds_m": 0}
-            for d in picked:
-                if kind.startswith("edit"):
-                    copy = ed.word_edits(d, int(kind[4:]) / 100)
-                elif kind == "reorder":
-                    copy = ed.reorder(d)
-                elif kind == "boilerplate":
-                    copy = ed.wrap(d, *ed.chrome(c.boilerplate))
-                elif kind == "format":
-                    copy = ed.format(d)
-                else:
-                    copy = excerpt(d, ed.rng, 5 - int(kind[-3]))
+            for copy, d in copies[kind]:
                 for table in found:
                     (near,) = conn.execute(
                         f"SELECT near_duplicate FROM simhash_compare('{table}', %s, %s)", (copy, d)
                     ).fetchone()
                     found[table] += bool(near)
-            rows.append([kind, lang, f"{found['kinds_s'] / len(picked):.3f}", f"{found['kinds_m'] / len(picked):.3f}"])
+            n = len(copies[kind])
+            rows.append([kind, lang, f"{found['kinds_s'] / n:.3f}", f"{found['kinds_m'] / n:.3f}"])
             progress(f"{lang} {kind}: {rows[-1][2]} / {rows[-1][3]}")
     conn.execute("DROP TABLE kinds_s, kinds_m")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
