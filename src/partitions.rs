@@ -22,20 +22,33 @@ use crate::catalog::partition_ancestors;
 /// # Safety
 /// `rel` must be an open relation.
 pub unsafe fn leaf_tables(rel: pg_sys::Relation) -> Vec<pg_sys::Oid> {
-    let mut tables = Vec::new();
-    match (*(*rel).rd_rel).relkind as u8 {
-        pg_sys::RELKIND_RELATION => tables.push((*rel).rd_id),
-        pg_sys::RELKIND_PARTITIONED_TABLE => add_leaves(rel, &mut tables),
-        _ => {}
-    }
-    tables
+    leaf_tables_now(rel).0
 }
 
-unsafe fn add_leaves(rel: pg_sys::Relation, tables: &mut Vec<pg_sys::Oid>) {
+/// [`leaf_tables`], and whether a partition at some level is being detached (`DETACH PARTITION
+/// ... CONCURRENTLY` not finished): then the list depends on the active snapshot, which sees the
+/// detach or not (PostgreSQL keeps such a partition list per snapshot), and is valid for this
+/// snapshot only.
+///
+/// # Safety
+/// `rel` must be an open relation.
+pub unsafe fn leaf_tables_now(rel: pg_sys::Relation) -> (Vec<pg_sys::Oid>, bool) {
+    let mut tables = Vec::new();
+    let mut detaching = false;
+    match (*(*rel).rd_rel).relkind as u8 {
+        pg_sys::RELKIND_RELATION => tables.push((*rel).rd_id),
+        pg_sys::RELKIND_PARTITIONED_TABLE => add_leaves(rel, &mut tables, &mut detaching),
+        _ => {}
+    }
+    (tables, detaching)
+}
+
+unsafe fn add_leaves(rel: pg_sys::Relation, tables: &mut Vec<pg_sys::Oid>, detaching: &mut bool) {
     let desc = pg_sys::RelationGetPartitionDesc(rel, true);
     if desc.is_null() {
         return;
     }
+    *detaching |= (*desc).detached_exist;
     for i in 0..(*desc).nparts as usize {
         let oid = *(*desc).oids.add(i);
         if *(*desc).is_leaf.add(i) {
@@ -45,7 +58,7 @@ unsafe fn add_leaves(rel: pg_sys::Relation, tables: &mut Vec<pg_sys::Oid>) {
             }
         } else {
             let child = pg_sys::relation_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-            add_leaves(child, tables);
+            add_leaves(child, tables, detaching);
             pg_sys::relation_close(child, pg_sys::NoLock as pg_sys::LOCKMODE);
         }
     }

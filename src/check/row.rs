@@ -156,11 +156,22 @@ pub unsafe fn checked_tables(heap: pg_sys::Relation, attached_table: pg_sys::Oid
     if attached_table == relid {
         return vec![relid];
     }
-    // The partitions change only with a relcache invalidation of the partitioned table.
-    LEAF_TABLES.with(|l| {
-        l.get_or_compute(attached_table, || {
+    // The partitions change only with a relcache invalidation of the partitioned table, but while
+    // one is being detached the list is the active snapshot's (with the partition or without it):
+    // then it is not kept, or a later transaction of this backend would search (and wait for) a
+    // partition that has left the table.
+    let mut this_snapshot = None;
+    let kept = LEAF_TABLES.with(|l| {
+        l.get_or_find(attached_table, || {
             let root = crate::partitions::OpenTable::open(heap, attached_table);
-            crate::partitions::leaf_tables(root.rel)
+            let (tables, detaching) = crate::partitions::leaf_tables_now(root.rel);
+            if detaching {
+                this_snapshot = Some(tables);
+                None
+            } else {
+                Some(tables)
+            }
         })
-    })
+    });
+    kept.or(this_snapshot).unwrap_or_default()
 }
