@@ -153,10 +153,19 @@ struct UpdateNote {
     row: pg_sys::ItemPointerData,
     /// Whether the UPDATE changed the text or the scope.
     changed: bool,
+    /// The subtransaction of the UPDATE: rolled back, its delete is undone but the old version
+    /// keeps its "moved" marker, so the note goes with it ([`forget_updates_from`]).
+    subtransaction: pg_sys::SubTransactionId,
 }
 
 thread_local! {
     static UPDATE_NOTES: RefCell<Vec<UpdateNote>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Forgets the UPDATEs noted in subtransaction `subid` and those it started (it is rolled back):
+/// the next INSERT of the same value is no second half of their moves (issue 48).
+pub fn forget_updates_from(subid: pg_sys::SubTransactionId) {
+    UPDATE_NOTES.with(|notes| notes.borrow_mut().retain(|n| n.subtransaction < subid));
 }
 
 /// Forgets the partitions being attached (the end of a transaction).
@@ -187,6 +196,7 @@ pub unsafe fn note_update(
         table,
         row,
         changed,
+        subtransaction: pg_sys::GetCurrentSubTransactionId(),
     };
     UPDATE_NOTES.with(|notes| {
         let mut notes = notes.borrow_mut();

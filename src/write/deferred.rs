@@ -147,6 +147,11 @@ unsafe extern "C-unwind" fn subxact_callback(
                 DEPTH.with(|d| d.set(depth));
                 PENDING.with(|p| p.borrow_mut().truncate(len));
             }
+            if event == SUBXACT_EVENT_ABORT_SUB {
+                // So are the notes of its rows and of its row moves.
+                crate::write::notes::forget_from(subid);
+                crate::partitions::forget_updates_from(subid);
+            }
         }
         _ => {}
     }

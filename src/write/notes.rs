@@ -24,12 +24,16 @@ pub struct Note {
 /// (table, fingerprint column number of the attachment, value token).
 type Key = (pg_sys::Oid, i32, Option<u64>);
 
+/// A note with the subtransaction that wrote its row: a rolled-back subtransaction's rows are gone,
+/// and their notes with them ([`forget_from`]).
+type Entry = (Key, Note, pg_sys::SubTransactionId);
+
 /// More notes than this (rows dropped by later BEFORE triggers pile up): start again; the check
 /// trigger then computes the values again and checks a moved row as a new one.
 const MAX: usize = 1 << 20;
 
 thread_local! {
-    static NOTES: RefCell<VecDeque<(Key, Note)>> = const { RefCell::new(VecDeque::new()) };
+    static NOTES: RefCell<VecDeque<Entry>> = const { RefCell::new(VecDeque::new()) };
 }
 
 /// The hash of a text's bytes, as stored.
@@ -54,7 +58,8 @@ pub fn note(table: pg_sys::Oid, fp_att: i32, token: Option<u64>, note: Note) {
         if n.len() >= MAX {
             n.clear();
         }
-        n.push_back(((table, fp_att, token), note));
+        let subtransaction = unsafe { pg_sys::GetCurrentSubTransactionId() };
+        n.push_back(((table, fp_att, token), note, subtransaction));
     });
 }
 
@@ -63,9 +68,15 @@ pub fn take(table: pg_sys::Oid, fp_att: i32, token: Option<u64>) -> Option<Note>
     let key = (table, fp_att, token);
     NOTES.with(|n| {
         let mut n = n.borrow_mut();
-        let at = n.iter().position(|(k, _)| *k == key)?;
-        n.remove(at).map(|(_, note)| note)
+        let at = n.iter().position(|(k, ..)| *k == key)?;
+        n.remove(at).map(|(_, note, _)| note)
     })
+}
+
+/// Forgets the notes of the rows written in subtransaction `subid` and those it started (it is
+/// rolled back): a later row with the same value must not be taken for one of them (issue 48).
+pub fn forget_from(subid: pg_sys::SubTransactionId) {
+    NOTES.with(|n| n.borrow_mut().retain(|&(_, _, s)| s < subid));
 }
 
 /// Forgets every note (the end of a transaction).
