@@ -150,7 +150,8 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
         let before = getattr(old, fp_att, tupdesc);
         // A NULL value beside a text is no value kept: the row was written while this trigger did
         // not fire (DISABLE TRIGGER, a replica's apply), and any UPDATE of it computes the value
-        // (`simhash_fill()`, docs/ARCHITECTURE.md §6.3), without a check, as an attach fills.
+        // below (`simhash_fill()`, docs/ARCHITECTURE.md §6.3), without a check (the text and the
+        // scope are as they were), as an attach fills.
         let missing = stored.is_none() && getattr(tuple, firing.setup.text_att, tupdesc).is_some();
         match Value::unchanged(&firing.setup.att, before, stored) {
             Some(token) if !missing => {
@@ -158,14 +159,6 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
                 return pg_sys::Datum::from(tuple);
             }
             _ => {}
-        }
-        if missing {
-            let (value, _) = firing.compute();
-            let mut columns = vec![(firing.setup.fp_att, value.datum())];
-            columns.extend(value.band_values(&firing.setup.kept_bands, &firing.setup.att.method));
-            // Not noted for the check trigger: it checks no UPDATE that keeps the text and scope.
-            firing.note_update(value.token(), false);
-            return firing.modified(&columns);
         }
     }
     let (value, text_hash) = firing.compute();
@@ -186,10 +179,12 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     };
     // What the check trigger is told of the row (src/write/notes.rs): the text its value is of and,
     // for the INSERT half of a move, whether the UPDATE changed the text or the scope. Noted only
-    // as the row is passed on, and only with a value: the check trigger takes no note of a row
-    // skipped here or of a NULL value, and one left behind would be passed over by every later take.
+    // as the row is passed on, only with a value, and not for an UPDATE that keeps the text and the
+    // scope (a value filled or computed again): the check trigger takes no note of such a row, of
+    // a row skipped here or of a NULL value, and one left behind would be taken for a later row.
+    let taken = old.is_none() || text_changed || scope_changed;
     let note = |relid: pg_sys::Oid| {
-        if keyless && token.is_some() {
+        if keyless && token.is_some() && taken {
             let note = notes::Note {
                 text_hash,
                 moved: moved.filter(|_| after),
