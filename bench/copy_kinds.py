@@ -55,16 +55,10 @@ def make_copies(lang, ndocs):
     for kind in KINDS:
         out = []
         for d in picked:
-            if kind.startswith("edit"):
-                copy = ed.word_edits(d, int(kind[4:]) / 100)
-            elif kind == "reorder":
-                copy = ed.reorder(d)
-            elif kind == "boilerplate":
-                copy = ed.wrap(d, *ed.chrome(c.boilerplate))
-            elif kind == "format":
-                copy = ed.format(d)
-            else:
+            if kind.startswith("excerpt"):
                 copy = excerpt(d, ed.rng, 5 - int(kind[-3]))
+            else:
+                copy = ed.copy(kind, d, c.boilerplate)
             out.append((copy, d))
         copies[kind] = out
     return picked, copies

@@ -154,6 +154,20 @@ class Editor:
     def wrap(self, text, header, footer):
         return f"{header} {text} {footer}"
 
+    def copy(self, kind, text, boilerplate):
+        """One copy of `text` of the positive kind `kind` (POSITIVE_KINDS)."""
+        if kind in EDIT_RATES:
+            return self.word_edits(text, EDIT_RATES[kind])
+        if kind == "reorder":
+            return self.reorder(text)
+        if kind == "boilerplate":
+            return self.wrap(text, *self.chrome(boilerplate))
+        if kind == "format":
+            return self.format(text)
+        if kind == "mixed":
+            return self.format(self.wrap(self.reorder(self.word_edits(text, 0.05)), *self.chrome(boilerplate)))
+        raise ValueError(f"no such kind of copy: {kind}")
+
     def format(self, text):
         rng = self.rng
         if self.lang == "en":
@@ -239,17 +253,7 @@ def build(corpus, per_lang_bases, n_random, n_same, n_template, seed):
         base = rng.choice(by_source[si])
         b = add(base)
         for kind in POSITIVE_KINDS:
-            if kind in EDIT_RATES:
-                v = ed.word_edits(base, EDIT_RATES[kind])
-            elif kind == "reorder":
-                v = ed.reorder(base)
-            elif kind == "boilerplate":
-                v = ed.wrap(base, *ed.chrome(corpus.boilerplate))
-            elif kind == "format":
-                v = ed.format(base)
-            else:
-                v = ed.format(ed.wrap(ed.reorder(ed.word_edits(base, 0.05)), *ed.chrome(corpus.boilerplate)))
-            pairs.append((b, add(v), 1, kind))
+            pairs.append((b, add(ed.copy(kind, base, corpus.boilerplate)), 1, kind))
 
     dropped = 0
 
