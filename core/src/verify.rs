@@ -20,11 +20,13 @@
 //!
 //! One pass of the text pipeline per text (the fast path for the 'word' tokenizer, the streaming
 //! reference pipeline for the others), a sort of the shingle hashes, and a merge of the two sorted
-//! sets: `O(n log n)` in the text's length, memory 8 bytes per distinct shingle. The SQL layer
+//! sets: `O(n log n)` in the text's length. Memory is proportional to the distinct shingles, not to
+//! the text: repeats are dropped as the hashes are collected, so a set holds at most 16 bytes per
+//! distinct shingle, or 512 kB, whichever is more (`DistinctHashes`). The SQL layer
 //! computes the written or looked-up text's set once and each candidate's once.
 
 use crate::error::OutOfMemory;
-use crate::minhash::{try_shingle_hashes, MinHashOptions};
+use crate::minhash::{try_for_each_shingle, MinHashOptions};
 use crate::normalize::Chunking;
 use crate::options::Options;
 
@@ -37,6 +39,33 @@ pub const DEFAULT_SIMHASH_THRESHOLD: f64 = 0.4;
 /// similarity of 0.5 (σ = √(J(1−J)/128) ≤ 0.0442), so a candidate that reaches the threshold is
 /// passed over with probability below 10⁻⁵, and the many weak candidates are never read.
 pub const ESTIMATE_MARGIN: f64 = 0.2;
+
+/// The fewest hashes collected before repeats are dropped (512 kB).
+const COMPACT_AT: usize = 64 * 1024;
+
+/// Shingle hashes collected with their repeats dropped from time to time.
+#[derive(Default)]
+struct DistinctHashes {
+    hashes: Vec<u64>,
+    /// The length at which the next pass drops repeats.
+    next: usize,
+}
+
+impl DistinctHashes {
+    fn push(&mut self, hash: u64) {
+        self.hashes.push(hash);
+        if self.hashes.len() >= self.next.max(COMPACT_AT) {
+            self.compact();
+        }
+    }
+
+    fn compact(&mut self) {
+        self.hashes.sort_unstable();
+        self.hashes.dedup();
+        self.hashes.shrink_to(self.hashes.len() * 2);
+        self.next = self.hashes.len() * 2;
+    }
+}
 
 /// The distinct shingle hashes of a text, sorted.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -52,10 +81,18 @@ impl Shingles {
         chunking: Chunking,
         interrupt: &mut dyn FnMut(),
     ) -> Result<Shingles, OutOfMemory> {
-        let mut hashes = try_shingle_hashes(text, options, chunking, interrupt)?;
-        hashes.sort_unstable();
-        hashes.dedup();
-        Ok(Shingles(hashes))
+        // Repeats are dropped as the shingles come, whenever the collected hashes reach twice the
+        // distinct ones of the last pass (and at least COMPACT_AT): memory stays within about
+        // twice the distinct shingles' 8 bytes each, however often a text repeats itself, and the
+        // passes cost O(n log n) in all (each sorts at most twice what the one before kept, or
+        // COMPACT_AT new hashes).
+        let set = std::cell::RefCell::new(DistinctHashes::default());
+        try_for_each_shingle(text, options, chunking, interrupt, &|| set.borrow().hashes.len(), |s| {
+            set.borrow_mut().push(s)
+        })?;
+        let mut set = set.into_inner();
+        set.compact();
+        Ok(Shingles(set.hashes))
     }
 
     /// [`Shingles::of`] with the default chunking and no interrupt check.
@@ -176,6 +213,44 @@ mod tests {
                 assert_eq!(got, similarity(b, a, &options));
             }
         }
+    }
+
+    #[test]
+    fn repeats_are_dropped_as_they_come() {
+        // 10 million hashes of 1,000 distinct values: the collection never holds more than the
+        // least compaction size, and ends as the sorted distinct values.
+        let mut set = DistinctHashes::default();
+        let mut most = 0;
+        for i in 0..10_000_000u64 {
+            set.push((i % 1000).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            most = most.max(set.hashes.capacity());
+        }
+        set.compact();
+        assert!(most <= 2 * COMPACT_AT, "{most}");
+        let mut expected: Vec<u64> = (0..1000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+        expected.sort_unstable();
+        assert_eq!(set.hashes, expected);
+        // All distinct: every value kept, the capacity within twice their number.
+        let mut set = DistinctHashes::default();
+        for i in 0..1_000_000u64 {
+            set.push(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        }
+        set.compact();
+        assert_eq!(set.hashes.len(), 1_000_000);
+        assert!(set.hashes.capacity() <= 2_000_000);
+    }
+
+    #[test]
+    fn a_repeated_text_is_the_set_of_one_copy() {
+        let options = MinHashOptions::default();
+        let one = "The quick brown fox jumps over the lazy dog near the river bank. ";
+        let many = one.repeat(20_000);
+        let twice = one.repeat(2);
+        assert_eq!(Shingles::of_text(&many, &options), Shingles::of_text(&twice, &options));
+        let mut expected = reference_shingle_hashes(&many, &options, Chunking::default());
+        expected.sort_unstable();
+        expected.dedup();
+        assert_eq!(Shingles::of_text(&many, &options).hashes(), &expected[..]);
     }
 
     #[test]

@@ -297,28 +297,32 @@ pub fn fast_shingle_hashes(text: &str, options: &MinHashOptions, chunking: Chunk
     Some(out)
 }
 
-/// The hash of every shingle of `text`, in order and with repeats, by the fast path where it
-/// supports the options and the streaming pipeline elsewhere, calling `interrupt` between chunks:
-/// the shingles [`crate::verify::Shingles`] collects.
-pub fn try_shingle_hashes(
+/// Calls `sink` with the hash of every shingle of `text`, in order and with repeats, by the fast
+/// path where it supports the options and the streaming pipeline elsewhere, calling `interrupt`
+/// between chunks; reports a process short of memory (with `held()`, the shingles kept so far)
+/// instead of going on.
+pub fn try_for_each_shingle(
     text: &str,
     options: &MinHashOptions,
     chunking: Chunking,
     interrupt: &mut dyn FnMut(),
-) -> Result<Vec<u64>, OutOfMemory> {
+    held: &dyn Fn() -> usize,
+    mut sink: impl FnMut(u64),
+) -> Result<(), OutOfMemory> {
     let options = &options.sanitized();
-    let mut out = Vec::new();
     let mut shingler = StreamShingler::new(options.shingle);
     let fold = options.fold == Fold::Simplified;
     if minhash_fast_path_supports(options) {
         fast::for_each_word_token(text, options.stopwords, fold, chunking, interrupt, |h, han| {
-            out.extend(shingler.push(h, han));
+            if let Some(s) = shingler.push(h, han) {
+                sink(s);
+            }
         })?;
     } else {
         for chunk in crate::normalize::chunks(text, chunking) {
             interrupt();
             if crate::error::memory_low() {
-                return Err(OutOfMemory { features: out.len() });
+                return Err(OutOfMemory { features: held() });
             }
             let mut normalized = crate::normalize::normalize(chunk);
             if fold {
@@ -326,13 +330,31 @@ pub fn try_shingle_hashes(
             }
             crate::tokenize::for_each_token(&normalized, options.tokenizer, |t| {
                 if crate::tokenize::keep(t, options.stopwords) {
-                    out.extend(shingler.push(crate::hash::feature_hash(t), one_han(t)));
+                    if let Some(s) = shingler.push(crate::hash::feature_hash(t), one_han(t)) {
+                        sink(s);
+                    }
                 }
             });
         }
     }
-    out.extend(shingler.finish());
-    Ok(out)
+    if let Some(s) = shingler.finish() {
+        sink(s);
+    }
+    Ok(())
+}
+
+/// The hash of every shingle of `text`, in order and with repeats ([`try_for_each_shingle`]).
+pub fn try_shingle_hashes(
+    text: &str,
+    options: &MinHashOptions,
+    chunking: Chunking,
+    interrupt: &mut dyn FnMut(),
+) -> Result<Vec<u64>, OutOfMemory> {
+    let out = std::cell::RefCell::new(Vec::new());
+    try_for_each_shingle(text, options, chunking, interrupt, &|| out.borrow().len(), |s| {
+        out.borrow_mut().push(s)
+    })?;
+    Ok(out.into_inner())
 }
 
 /// The hash of one shingle from the feature hashes of its tokens, oldest first: a multiply-rotate
