@@ -41,6 +41,14 @@ for older, newer in zip(sorted(entries, key=key), sorted(entries, key=key)[1:]):
     if not (ROOT / "sql" / f"simhash_ext--{older}--{newer}.sql").exists():
         errors.append(f"no upgrade script sql/simhash_ext--{older}--{newer}.sql")
 
+# ALTER EXTENSION ... UPDATE warns as CREATE EXTENSION does about who may create in the extension's
+# schema: the update script to this version ends by calling the check.
+if len(entries) > 1:
+    last = ROOT / "sql" / f"simhash_ext--{sorted(entries, key=key)[-2]}--{version}.sql"
+    lines = [l for l in last.read_text().splitlines() if l.strip()] if last.exists() else []
+    if not lines or lines[-1].strip() != "SELECT simhash_internal.warn_on_schema_grants();":
+        errors.append(f"{last.relative_to(ROOT)} does not end with SELECT simhash_internal.warn_on_schema_grants();")
+
 for e in errors:
     print("release metadata:", e, file=sys.stderr)
 print(f"release metadata: version {version} in Cargo.toml, META.json and CHANGELOG.md" if not errors else "")

@@ -506,8 +506,12 @@ pub unsafe fn ddl_command_start(
                 let parent = relation_of(stmt.relation);
                 // Only for who may run the command (PostgreSQL checks that after this trigger):
                 // the owner of both tables, which the partition's fill then runs as.
+                // Nor for a table that is a partition already (of this parent or another, or
+                // still being detached by a DETACH ... CONCURRENTLY that did not finish):
+                // PostgreSQL refuses it with its own error, which says what to do.
                 if parent != pg_sys::InvalidOid
                     && partition != pg_sys::InvalidOid
+                    && !pg_sys::get_rel_relispartition(partition)
                     && pg_sys::get_rel_relkind(parent) as u8 == pg_sys::RELKIND_PARTITIONED_TABLE
                     && crate::privileges::acts_for_owner(parent)
                     && crate::privileges::acts_for_owner(partition)

@@ -54,5 +54,11 @@ extension_sql_file!(
     name = "simhash_tables",
     requires = ["simhash_near_duplicates_sql"]
 );
+// The warning about who may create objects in the extension's schema, given as the script ends.
+extension_sql_file!(
+    "../../sql/src/schema_grants.sql",
+    name = "simhash_schema_grants_sql",
+    requires = ["simhash_tables"]
+);
 // The descriptions of the public functions that have none where they are defined: last.
 extension_sql_file!("../../sql/src/comments.sql", name = "simhash_comments", finalize);

@@ -10,6 +10,8 @@ SET client_min_messages = warning;
 DROP DATABASE IF EXISTS simhash_drop_cascade;
 CREATE DATABASE simhash_drop_cascade;
 \c simhash_drop_cascade
+-- PostgreSQL 14 lets PUBLIC create in public, and CREATE EXTENSION would warn of it there only.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 SET client_min_messages = warning;
 CREATE EXTENSION simhash_ext;
 

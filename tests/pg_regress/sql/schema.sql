@@ -37,6 +37,8 @@ SELECT dedup.simhash_detach('articles');
 DROP TABLE articles;
 DROP EXTENSION simhash_ext;
 DROP SCHEMA dedup;
+-- PostgreSQL 14 lets PUBLIC create in public, and CREATE EXTENSION would warn of it there only.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 CREATE EXTENSION simhash_ext;
 -- A table owner who is not a superuser attaches, writes, renames and detaches: the helpers in
 -- schema simhash_internal run as the caller, who may use the schema and call them.

@@ -358,6 +358,8 @@ DROP ROLE regress_simhash_shadow_writer;
 \set regress_db :DBNAME
 CREATE DATABASE regress_simhash_search_path;
 \c regress_simhash_search_path
+-- PostgreSQL 14 lets PUBLIC create in public, and CREATE EXTENSION would warn of it there only.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 CREATE EXTENSION simhash_ext VERSION '0.6.0';
 CREATE TABLE old_sh (id int PRIMARY KEY, body text);
 CREATE TABLE old_mh (id int PRIMARY KEY, body text);

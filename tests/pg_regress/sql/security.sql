@@ -279,6 +279,8 @@ DROP FUNCTION public.simhash(text, text, int, text, text, text), public.hamming(
 CREATE DATABASE sec_window;
 GRANT CREATE ON DATABASE sec_window TO regress_simhash_mallory;
 \c sec_window
+-- PostgreSQL 14 lets PUBLIC create in public, and CREATE EXTENSION would warn of it there only.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 \set SHOW_CONTEXT never
 CREATE EXTENSION simhash_ext VERSION '0.3.0';
 CREATE TABLE win (id int, body text, PRIMARY KEY (id)) PARTITION BY RANGE (id);
