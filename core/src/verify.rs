@@ -87,9 +87,14 @@ impl Shingles {
         // passes cost O(n log n) in all (each sorts at most twice what the one before kept, or
         // COMPACT_AT new hashes).
         let set = std::cell::RefCell::new(DistinctHashes::default());
-        try_for_each_shingle(text, options, chunking, interrupt, &|| set.borrow().hashes.len(), |s| {
-            set.borrow_mut().push(s)
-        })?;
+        try_for_each_shingle(
+            text,
+            options,
+            chunking,
+            interrupt,
+            &|| set.borrow().hashes.len(),
+            |s| set.borrow_mut().push(s),
+        )?;
         let mut set = set.into_inner();
         set.compact();
         Ok(Shingles(set.hashes))
@@ -227,7 +232,9 @@ mod tests {
         }
         set.compact();
         assert!(most <= 2 * COMPACT_AT, "{most}");
-        let mut expected: Vec<u64> = (0..1000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+        let mut expected: Vec<u64> = (0..1000u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
         expected.sort_unstable();
         assert_eq!(set.hashes, expected);
         // All distinct: every value kept, the capacity within twice their number.
@@ -246,7 +253,10 @@ mod tests {
         let one = "The quick brown fox jumps over the lazy dog near the river bank. ";
         let many = one.repeat(20_000);
         let twice = one.repeat(2);
-        assert_eq!(Shingles::of_text(&many, &options), Shingles::of_text(&twice, &options));
+        assert_eq!(
+            Shingles::of_text(&many, &options),
+            Shingles::of_text(&twice, &options)
+        );
         let mut expected = reference_shingle_hashes(&many, &options, Chunking::default());
         expected.sort_unstable();
         expected.dedup();

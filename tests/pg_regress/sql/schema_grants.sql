@@ -64,4 +64,6 @@ DROP SCHEMA simhash;
 RESET search_path;
 DROP ROLE regress_schema_mallory;
 DROP ROLE regress_schema_admin;
+-- PostgreSQL 14 lets PUBLIC create in public, and CREATE EXTENSION would warn of it there only.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 CREATE EXTENSION simhash_ext;
