@@ -1,4 +1,4 @@
-//! Text in and out of the server encoding (docs/ARCHITECTURE.md §2.11). The core works on UTF-8: `text` arguments are
+//! Text in and out of the server encoding (docs/ARCHITECTURE.md §2.12). The core works on UTF-8: `text` arguments are
 //! converted from the server encoding to UTF-8 (a UTF-8 database hands its bytes over as they are),
 //! and text the extension produces (feature strings, names, error messages) goes back into the server
 //! encoding before PostgreSQL sees it.

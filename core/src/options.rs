@@ -1,4 +1,4 @@
-//! The options of `simhash()` (docs/ARCHITECTURE.md §2.10), parsed and checked once per call.
+//! The options of `simhash()` (docs/ARCHITECTURE.md §2.11), parsed and checked once per call.
 
 use crate::error::OptionError;
 

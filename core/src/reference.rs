@@ -249,7 +249,7 @@ pub fn reference_try_fingerprint_with(
             })?;
             counts.fingerprint()
         }
-        // Float weights: summed per distinct feature in order of first occurrence, as docs/ARCHITECTURE.md §2.7 says.
+        // Float weights: summed per distinct feature in order of first occurrence, as docs/ARCHITECTURE.md §2.9 says.
         Weighting::TfIdf | Weighting::LogTf | Weighting::LogTfIdf | Weighting::LogTfEdge => {
             let weighting = options.weighting;
             let mut distinct = DistinctFeatures::<RandomState>::new(weighting);

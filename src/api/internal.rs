@@ -368,7 +368,7 @@ mod simhash_internal {
     }
 
     /// The pairs within `max_distance` of one bucket of `simhash_pairs` on a Citus table
-    /// (`crate::dedup`, docs/ARCHITECTURE.md §9.5): `fingerprints` share the value of part `part`;
+    /// (`crate::dedup`, docs/ARCHITECTURE.md §9.4): `fingerprints` share the value of part `part`;
     /// returns the pairs whose first shared part is `part`, as 1-based positions `a < b` in the array.
     #[pg_extern(immutable, strict, parallel_safe, name = "bucket_pairs")]
     fn bucket_pairs(

@@ -1,5 +1,5 @@
 //! `minhash()`, `minhash_similarity()` and `minhash_bands()` in SQL: thin wrappers of
-//! `simhash_core::minhash` (docs/ARCHITECTURE.md §2.13). A signature travels as `bytea`, in the
+//! `simhash_core::minhash` (docs/ARCHITECTURE.md §2.10, §4.5). A signature travels as `bytea`, in the
 //! core's encoding (a 4-byte header, then `k` little-endian 32-bit values).
 
 use pgrx::prelude::*;

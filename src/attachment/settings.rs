@@ -147,7 +147,7 @@ impl GivenOptions {
     }
 }
 
-/// How an attachment finds near-duplicates (docs/ARCHITECTURE.md §6.11, §15): each method with
+/// How an attachment finds near-duplicates (docs/ARCHITECTURE.md §6.2, §15): each method with
 /// its own settings; `crate::method` has each one's engine.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Method {

@@ -1,5 +1,5 @@
 //! The key locks that make a checked write and a concurrent near-duplicate write meet
-//! (docs/ARCHITECTURE.md §8.2, §8.10): SimHash locks k + 1 parts of a fingerprint, MinHash the keys
+//! (docs/ARCHITECTURE.md §8.8): SimHash locks k + 1 parts of a fingerprint, MinHash the keys
 //! of a signature's LSH bands.
 //!
 //! A writer holds its row's keys only while the row is not yet in the band indexes: from before
@@ -7,7 +7,7 @@
 //! the statement finishes, or when its portal ends), never until the transaction ends. A writer
 //! that finds a row of a transaction still in progress lets its keys go before it waits for that
 //! transaction (`wait_for`): no key is ever held while waiting for a transaction, so an open
-//! transaction holds up only the writers of near-duplicates of its own rows (§8.3).
+//! transaction holds up only the writers of near-duplicates of its own rows (§8.8).
 //!
 //! The Citus registry's coordinator keeps the older contract (`lock_parts_for_transaction`): its
 //! keys are held to the end of the transaction (§8.7).
@@ -19,7 +19,7 @@ use pgrx::prelude::*;
 /// The fourth field of the tags of the extension's locks. `pg_advisory_lock(bigint)` makes tags with 1
 /// there and `pg_advisory_lock(int, int)` with 2: no SQL call can take, or wait for, a lock of
 /// this tag, so no role can block checked writes and no application's locks collide with them
-/// (docs/ARCHITECTURE.md §8.2). In `pg_locks` they show as advisory locks with `objsubid` 21320.
+/// (docs/ARCHITECTURE.md §13.4). In `pg_locks` they show as advisory locks with `objsubid` 21320.
 pub const LOCK_TAG_FIELD4: u16 = 0x5348;
 
 /// Lock values per LSH band: a band key takes the lock of (band, key mod 128).
@@ -35,7 +35,7 @@ pub fn part_keys(fp: u64, max_distance: u32) -> Vec<u32> {
 }
 
 /// The lock keys of a signature's band keys: two signatures that share a band have that band's
-/// key, hence its lock key, in common (§8.10). Ascending (bands are in the high part).
+/// key, hence its lock key, in common (§8.8). Ascending (bands are in the high part).
 pub fn band_lock_keys(keys: &[i64]) -> Vec<u32> {
     keys.iter()
         .enumerate()
@@ -88,7 +88,7 @@ thread_local! {
         const { Cell::new((0, 0, pg_sys::Oid::INVALID)) };
 }
 
-/// The key of a table's rows checked after they are written (§8.5), above every part and band key.
+/// The key of a table's rows checked after they are written (§8.8), above every part and band key.
 const WRITTEN_KEY: u32 = u32::MAX;
 /// The mode a row checked after its write takes [`WRITTEN_KEY`] in: such rows never wait for each
 /// other on it.
@@ -131,7 +131,7 @@ unsafe fn take(relid: pg_sys::Oid, key: u32, mode: pg_sys::LOCKMODE, depth: i32)
 /// Takes the keys of a row about to be searched for and then written into attached table `relid`
 /// (or one of its partitions): `keys` exclusively, in ascending order, after [`WRITTEN_KEY`] in
 /// [`CHECKING`] mode when the table also has rows checked after they are written
-/// (`checked_after`, §8.5).
+/// (`checked_after`, §8.8).
 ///
 /// # Safety
 /// Call inside a transaction, from the row's BEFORE trigger.
@@ -146,7 +146,7 @@ pub unsafe fn lock_row(relid: pg_sys::Oid, keys: &[u32], checked_after: bool) {
     }
 }
 
-/// Takes the keys of a row that is checked once written (§8.5), from its BEFORE trigger: so that it
+/// Takes the keys of a row that is checked once written (§8.8), from its BEFORE trigger: so that it
 /// is not written while a check made before a write holds them, [`WRITTEN_KEY`] in [`WRITTEN`]
 /// mode, which rows checked after their writes never wait for each other on; and, for the first row
 /// of a statement, its own `keys`, held through the statement's check, so that two single-row
@@ -244,7 +244,7 @@ unsafe extern "C-unwind" fn portal_gone(_arg: *mut std::ffi::c_void) {
 
 /// Waits for transaction `xid`, which wrote or is deleting the row at `tid` of `rel` (null: not
 /// named in the wait's context), to end, after letting go the keys of the rows being checked,
-/// taken at trigger depth `rows_depth` (§8.3).
+/// taken at trigger depth `rows_depth` (§8.8).
 ///
 /// # Safety
 /// `rel` must be open or null.

@@ -1,4 +1,4 @@
-//! Dedup of a Citus table on its workers (docs/ARCHITECTURE.md §9.5): the rows are filed under the
+//! Dedup of a Citus table on its workers (docs/ARCHITECTURE.md §9.4): the rows are filed under the
 //! buckets of their parts in a table distributed by bucket, each worker pairs its buckets, and the
 //! coordinator receives the pairs only.
 

@@ -1,4 +1,4 @@
-//! Verified dedup (issue 43, docs/ARCHITECTURE.md §9.6): the candidate pairs of a method's search,
+//! Verified dedup (issue 43, docs/ARCHITECTURE.md §9.5): the candidate pairs of a method's search,
 //! kept only when the exact similarity of the two rows' texts (`simhash_core::verify`) reaches the
 //! threshold.
 //!

@@ -77,7 +77,7 @@ pub struct WrittenRow<'a> {
     pub ext_schema: &'a dyn Fn() -> String,
     /// An INSERT that the statement-end check takes over when the method has one (SimHash).
     pub checked_after: bool,
-    /// Whether the attachment has its INSERTs checked after they are written (§8.5): a check made
+    /// Whether the attachment has its INSERTs checked after they are written (§8.8): a check made
     /// before the write then also takes the key that keeps those writes out of its window.
     pub table_checks_after: bool,
     /// The verification of candidates against the row's text, when the attachment verifies.

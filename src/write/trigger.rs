@@ -137,7 +137,7 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
         tuple,
         old,
     };
-    // The row the triggers of the attached table fired for before is written: its keys go (§8.2).
+    // The row the triggers of the attached table fired for before is written: its keys go (§8.8).
     crate::check::locks::release_row(firing.setup.attached_table);
     let (text_changed, scope_changed) = firing.changes();
     if !text_changed && !scope_changed {

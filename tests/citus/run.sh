@@ -539,7 +539,7 @@ expect_contains "a later rejection names the row by its new key" \
 echo "-- MinHash attachments (method => 'minhash') on a distributed table"
 # The articles above (real sentences in 12 sites, near-duplicates planted across sites), in a table
 # of their own. A MinHash near-duplicate shares an LSH band position with the text and reaches the
-# threshold (0.5) in estimated similarity (docs/ARCHITECTURE.md §6.11); the brute force below is
+# threshold (0.5) in estimated similarity (docs/ARCHITECTURE.md §4.5); the brute force below is
 # that definition in SQL, over all rows.
 qn "$COORDINATOR" >/dev/null <<'SQL'
 SET citus.shard_count = 8;

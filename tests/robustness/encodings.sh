@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Encodings (docs/ARCHITECTURE.md §2.11): databases created from template0 in UTF8, LATIN1, EUC_CN and SQL_ASCII give
+# Encodings (docs/ARCHITECTURE.md §2.12): databases created from template0 in UTF8, LATIN1, EUC_CN and SQL_ASCII give
 # the same fingerprints and features for the same characters; simhash_features() returns its
 # features in the server encoding; the duplicate trigger works with non-ASCII keys and names and
 # reports them in the server encoding; invalid UTF-8 in SQL_ASCII raises SQLSTATE 22021.

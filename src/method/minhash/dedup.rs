@@ -1,4 +1,4 @@
-//! MinHash's dedup (docs/ARCHITECTURE.md §9.4): the pairs of rows that share an LSH band and reach
+//! MinHash's dedup (docs/ARCHITECTURE.md §9.1): the pairs of rows that share an LSH band and reach
 //! the threshold (`simhash_core::minhash::pairs`), and their clusters.
 
 use pgrx::prelude::*;
@@ -9,7 +9,7 @@ use simhash_core::pairs::Progress;
 use crate::attachment::MinHashSettings;
 use crate::progress::Reporter;
 
-/// The signatures of a MinHash attachment's rows, and what decides a match (§9.4).
+/// The signatures of a MinHash attachment's rows, and what decides a match (§9.1).
 pub struct Signed {
     /// The rows that have a signature, and their values one after the other (`k` each).
     rows: Vec<u32>,

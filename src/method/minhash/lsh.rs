@@ -1,4 +1,4 @@
-//! MinHash attachments at run time (docs/ARCHITECTURE.md §6.11, §8.10): a text's signature and
+//! MinHash attachments at run time (docs/ARCHITECTURE.md §2.10, §4.5, §5.1): a text's signature and
 //! band keys, and the query that finds the rows of a table which share a band with a signature
 //! and reach the threshold, for lookups (whole rows, most similar first; the trigger's check reads
 //! the GIN index itself, `super::check`). The contract, "shares a band and estimated similarity ≥ threshold", is

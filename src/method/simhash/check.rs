@@ -164,7 +164,7 @@ pub unsafe fn settle(
 /// SimHash's check of a written row with fingerprint `fp`: the keys of its parts on the attached
 /// table (writers to different partitions meet), then its nearest row within `max_distance`; an
 /// INSERT the statement-end check takes over (`crate::write::deferred`) only takes keys here, so
-/// that it is not written while a check made before a write holds one of them (§8.5).
+/// that it is not written while a check made before a write holds one of them (§8.8).
 ///
 /// # Safety
 /// As [`crate::method::nearest`].

@@ -160,7 +160,7 @@ impl BandIndexes {
 /// type `integer` in the `integer_ops` operator family (int4's default), without a predicate.
 /// The indexes `simhash_attach()` builds are; one the table's owner made or remade otherwise (an
 /// operator class of `text` after the column was retyped, an expression, a partial index) is not
-/// used, as if it were missing: the lookup then scans the table, which stays exact (§5.4,
+/// used, as if it were missing: the lookup then scans the table, which stays exact (§6.11,
 /// docs/ARCHITECTURE.md §13.6). Included columns are not keys: the fingerprint is read from one
 /// only where it is a `bigint`.
 ///
