@@ -1,5 +1,5 @@
-//! Fingerprints and all-pairs statistics for the spread benchmark (bench/studies/spread/spread.py), computed with
-//! the core crate directly: the same code as SQL `simhash()`, without a server.
+//! Fingerprints and all-pairs statistics for the spread benchmark (bench/studies/spread/spread.py),
+//! computed with the core crate directly: the same code as SQL `simhash()`, without a server.
 //!
 //!     cargo run --release -p simhash_core --example spread -- fp TEXTS --config SPEC...
 //!     cargo run --release -p simhash_core --example spread -- allpairs TEXTS [--kmax K] --config SPEC...
@@ -244,7 +244,8 @@ fn allpairs(docs: &[&str], specs: &[String], configs: &[Config], kmax: u32) {
 
 /// Prototypes of fingerprints that the extension does not offer (yet), built from the core crate's
 /// public pieces (normalize, fold, tokenize, stop words, feature hash, accumulate), so that
-/// bench/studies/spread/spread.py can measure an idea with the same method before it becomes an option value.
+/// bench/studies/spread/spread.py can measure an idea with the same method before it becomes an
+/// option value.
 ///
 /// A prototype SPEC is `x:` followed by comma-separated `key=value` settings:
 ///
