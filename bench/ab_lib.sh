@@ -1,5 +1,5 @@
-# Two private PostgreSQL servers, A and B, for the interleaved A/B benchmarks (bench/leafmap_ab.sh,
-# bench/security_ab.sh, bench/methods_ab.sh). Source it after setting PREFIX (A and B: complete
+# Two private PostgreSQL servers, A and B, for the interleaved A/B benchmarks (bench/studies/leafmap/leafmap_ab.sh,
+# bench/studies/security/security_ab.sh, bench/methods_ab.sh). Source it after setting PREFIX (A and B: complete
 # PostgreSQL installs), PORTS (A and B) and DIR (their data directories, removed first).
 
 sql() { # build, psql arguments (SQL on stdin or with -c)

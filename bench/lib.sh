@@ -1,5 +1,5 @@
 # Shared set-up of the benchmarks that run their own server on a private copy of PostgreSQL
-# (bench/search.sh, bench/attach.sh). Source it after scripts/common.sh, with BENCH, PY, START,
+# (bench/search.sh, bench/studies/attach/attach.sh). Source it after scripts/common.sh, with BENCH, PY, START,
 # PACKAGE and PRIVATE_PG set.
 
 step() { printf '\n[%4ds] == %s\n' $((SECONDS - START)) "$*" >&2; }

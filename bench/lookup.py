@@ -42,7 +42,7 @@ to their run time):
   brute-force scan   SELECT count(*) FROM t WHERE hamming(body_simhash, fp) <= 3
   pg_trgm, GIN       SELECT count(*) FROM t_text WHERE body % 'query text', with
                      pg_trgm.similarity_threshold set per query language to pg_trgm's best-F1
-                     threshold in results/accuracy.md (0.40 Chinese, 0.60 English)
+                     threshold in results/accuracy_balanced.md (0.40 Chinese, 0.60 English)
 
 One backend, no parallel workers. EXPLAIN ANALYZE confirms each plan once (shown in the results).
 """
@@ -61,7 +61,7 @@ QUERIES = int(os.environ.get("BENCH_LOOKUP_QUERIES", "500"))
 PASSES = int(os.environ.get("BENCH_LOOKUP_PASSES", "3"))
 SLOW_QUERIES = int(os.environ.get("BENCH_SLOW_QUERIES", "20"))
 SLOW_BUDGET = float(os.environ.get("BENCH_SLOW_BUDGET", "45"))  # seconds per table for the slow methods
-TRGM_THRESHOLD = {"zh": 0.40, "en": 0.60}  # best F1 of pg_trgm per language in results/accuracy.md
+TRGM_THRESHOLD = {"zh": 0.40, "en": 0.60}  # best F1 of pg_trgm per language in results/accuracy_balanced.md
 P50_TARGET_MS = 0.3
 SCAN_RATIO_TARGET = 100
 
@@ -410,7 +410,7 @@ def main():
                f"pg_trgm: one pass over the first {SLOW_QUERIES} queries, stopped after {SLOW_BUDGET:.0f} s per "
                f"table (the `queries` column says how many ran; with so few, p99 is the maximum); the scan "
                f"costs the same whatever the fingerprint options. pg_trgm's `similarity_threshold` is set per "
-               f"query language to its best-F1 threshold in results/accuracy.md: {TRGM_THRESHOLD['zh']:.2f} for "
+               f"query language to its best-F1 threshold in results/accuracy_balanced.md: {TRGM_THRESHOLD['zh']:.2f} for "
                f"Chinese, {TRGM_THRESHOLD['en']:.2f} for English.")
     out.append("")
     rows, summary = [], {}
@@ -467,7 +467,7 @@ def main():
     out.append(f"Edited queries whose source row is found ({n_edited} queries): band lookup (distance ≤ 3) "
                + ", ".join(f"{100 * found_band[v]:.0f}% with {vlabel}" for v, _, vlabel in VARIANTS)
                + f"; pg_trgm at its threshold {100 * float(found_trgm):.0f}%. This is a latency benchmark; "
-               f"results/accuracy.md compares the methods on labelled pairs.")
+               f"results/accuracy_balanced.md compares the methods on labelled pairs.")
     out.append("")
     out.append("Where the time of `simhash_near_duplicates(NULL::t, fp)` goes (p50 of each part, timed on its "
                "own for every query, ms). The function is PL/pgSQL: it calls `simhash_near_duplicates_sql()`, "

@@ -2,7 +2,7 @@
 for one or two builds of the extension (issue 36, item 5). Run by bench/minhash_attach.sh, which
 starts one server per build; prints a Markdown report (and writes it to bench/results/RESULT).
 
-The table: ROWS rows of real text made as in tables.py (seed 1, the rows of bench/attach.sh and
+The table: ROWS rows of real text made as in tables.py (seed 1, the rows of bench/studies/attach/attach.sh and
 bench/minhash_cost.sh), an id primary key, vacuumed, the same in every server.
 
 1. Where a MinHash attach goes, on the first build's server: the scan alone, simhash() and minhash()

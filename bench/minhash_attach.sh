@@ -10,7 +10,7 @@
 # Each package runs from its own relocated copy of PostgreSQL 15 (scripts/common.sh private_postgres,
 # /tmp/simhash-mhattach-pg-A and -B), never the extension installed in the system directories, in a
 # throwaway server (/tmp/simhash-mhattach-A and -B, ports MA_PORT and MA_PORT + 1), stopped at the
-# end. Server settings as bench/attach.sh's and bench/minhash_cost.sh's: shared_buffers = 2GB,
+# end. Server settings as bench/studies/attach/attach.sh's and bench/minhash_cost.sh's: shared_buffers = 2GB,
 # work_mem = 256MB, maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2, max_wal_size =
 # 8GB, checkpoint_timeout = 30min. Writes bench/results/$MA_RESULT (see bench/minhash_attach.py).
 #
@@ -76,7 +76,7 @@ trap stop_all EXIT
 trap 'exit 130' INT TERM
 
 export MA_BUILDS=$builds
-export MA_MACHINE="Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc), RAM $(free -g | awk '/^Mem:/ {print $2}') GiB; $("$PG_BIN/postgres" --version); release builds (\`cargo pgrx package\`): $(for i in "${!PACKAGES[@]}"; do printf '%s = %s; ' "${LABELS[$i]}" "${PACKAGES[$i]}"; done)working tree at commit $(git -C "$ROOT" rev-parse --short HEAD); server settings of bench/attach.sh (shared_buffers = 2GB, maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2, max_wal_size = 8GB)."
+export MA_MACHINE="Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc), RAM $(free -g | awk '/^Mem:/ {print $2}') GiB; $("$PG_BIN/postgres" --version); release builds (\`cargo pgrx package\`): $(for i in "${!PACKAGES[@]}"; do printf '%s = %s; ' "${LABELS[$i]}" "${PACKAGES[$i]}"; done)working tree at commit $(git -C "$ROOT" rev-parse --short HEAD); server settings of bench/studies/attach/attach.sh (shared_buffers = 2GB, maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2, max_wal_size = 8GB)."
 step "measuring (bench/minhash_attach.py)"
 (cd "$BENCH" && "$PY" "$BENCH/minhash_attach.py")
 step "done in $((SECONDS - START)) s: bench/results/${MA_RESULT:-minhash_attach.md}"

@@ -3,7 +3,7 @@ attach time, lookup latency, single-row INSERT latency and a bulk INSERT in 'err
 bench/minhash_cost.sh; writes bench/results/minhash_cost.md (BENCH_MC_RESULT).
 
 Rows: ROWS rows of tables.generate(seed 1) (paragraphs of the corpus of one language joined into
-rows of at least 300 bytes, 30 % Chinese: the rows of bench/search.sh and bench/attach.sh), table
+rows of at least 300 bytes, 30 % Chinese: the rows of bench/search.sh and bench/studies/attach/attach.sh), table
 (id bigint PRIMARY KEY, lang text, body text).
 
 1. Tables, each a fresh copy of those rows (CREATE TABLE AS, primary key, VACUUM ANALYZE,
@@ -620,7 +620,7 @@ def report(rows_note, built, look, look_after, cand, new, skipped_texts, single,
         "",
         f"Output of `{COMMAND}` (bench/minhash_cost.py), {time.strftime('%Y-%m-%d')}, in {elapsed / 60:.0f} min. "
         + MACHINE,
-        f"Rows: {rows_note} (tables.py, seed 1: the rows of bench/search.sh and bench/attach.sh). "
+        f"Rows: {rows_note} (tables.py, seed 1: the rows of bench/search.sh and bench/studies/attach/attach.sh). "
         f"Load average during the run {min(loads):.1f}–{max(loads):.1f} (2 cores; other people's builds and tests "
         "share the machine, so single figures move by ±15 %: the methods are measured alternately and compared by "
         "ratios).",

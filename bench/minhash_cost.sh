@@ -3,11 +3,11 @@
 # root on Debian 12:   bash bench/minhash_cost.sh
 #
 # On the same 1,000,000 rows of real text (bench/tables.py, the rows of bench/search.sh and
-# bench/attach.sh), SimHash and MinHash side by side in one run: bytes per row on disk, attach time,
+# bench/studies/attach/attach.sh), SimHash and MinHash side by side in one run: bytes per row on disk, attach time,
 # lookup latency of simhash_near_duplicates(NULL::t, text), single-row INSERT latency with
 # on_duplicate => 'error' (also 'none', the plain table, and MinHash with GIN fastupdate = off),
 # and a 100,000-row INSERT ... SELECT into an empty attached table. Writes
-# bench/results/minhash_cost.md (see bench/minhash_cost.py and bench/README.md, section 10).
+# bench/results/minhash_cost.md (see bench/minhash_cost.py).
 #
 # Like bench/search.sh it never uses the extension installed in the system directories: it builds the
 # release package from this working tree and runs a relocated copy of PostgreSQL 15 with it:

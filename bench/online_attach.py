@@ -6,7 +6,7 @@ BENCH_OA_RESULT (/tmp/online_attach_result.md).
 
 Per table size (BENCH_OA_ROWS, and BENCH_OA_BIG_ROWS unless BENCH_OA_SKIP_BIG=1):
   the table `corpus`: id bigint primary key, lang, body text (rows of real text, tables.py seed 1, as
-  bench/attach.py), hits int (the other column the writers update); vacuumed, analyzed, CHECKPOINT.
+  bench/studies/attach/attach.py), hits int (the other column the writers update); vacuumed, analyzed, CHECKPOINT.
   Each run attaches a fresh copy `t` of it (the last run of a size takes `corpus` itself, renamed).
 Per run, clients (one process each, autocommit, every statement timed with its start on the
 system-wide monotonic clock, errors counted, never stopping on them):

@@ -11,12 +11,12 @@
 # bench/online_attach.py); docs/performance.md gets it by hand. When the build has no
 # simhash_attach_concurrently() the online runs are skipped (and the table says so).
 #
-# Like bench/attach.sh it never uses the extension installed in the system directories: it builds the
+# Like bench/studies/attach/attach.sh it never uses the extension installed in the system directories: it builds the
 # release package from this working tree and runs a relocated copy of PostgreSQL 15 with it:
 #   /tmp/online-attach-pkg     `cargo pgrx package` output
 #   /tmp/online-attach-pg      the relocated PostgreSQL 15 with our simhash_ext.so
 #   /tmp/online-attach-bench   the throwaway server (port 54395), stopped at the end
-# Server settings as bench/attach.sh's: shared_buffers = 2GB, work_mem = 256MB,
+# Server settings as bench/studies/attach/attach.sh's: shared_buffers = 2GB, work_mem = 256MB,
 # maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2, max_wal_size = 8GB,
 # checkpoint_timeout = 30min (autovacuum on, as on a server that takes writes).
 #
@@ -65,7 +65,7 @@ main() {
     trap 'stop_server "$SERVER_DIR"' EXIT
     psql -h /tmp -p "$BENCH_PORT" -U postgres -qX -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION simhash_ext'
 
-    export BENCH_OA_MACHINE="Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc), RAM $(free -g | awk '/^Mem:/ {print $2}') GiB; $("$PG_BIN/postgres" --version); simhash_ext release build (\`cargo pgrx package\`) of commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src core sql 2>/dev/null || echo ' with uncommitted changes under src/, core/ or sql/'), loaded from $PRIVATE_PG; the server settings of bench/attach.sh (shared_buffers = 2GB, maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2, max_wal_size = 8GB), autovacuum on."
+    export BENCH_OA_MACHINE="Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), nproc = $(nproc), RAM $(free -g | awk '/^Mem:/ {print $2}') GiB; $("$PG_BIN/postgres" --version); simhash_ext release build (\`cargo pgrx package\`) of commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src core sql 2>/dev/null || echo ' with uncommitted changes under src/, core/ or sql/'), loaded from $PRIVATE_PG; the server settings of bench/studies/attach/attach.sh (shared_buffers = 2GB, maintenance_work_mem = 1GB, max_parallel_workers_per_gather = 2, max_wal_size = 8GB), autovacuum on."
     step "measuring (bench/online_attach.py)"
     "$PY" "$BENCH/online_attach.py"
     step "done in $((SECONDS - START)) s: ${BENCH_OA_RESULT:-/tmp/online_attach_result.md}"

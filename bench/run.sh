@@ -1,20 +1,74 @@
 #!/usr/bin/env bash
-# The simhash_ext benchmark, in one command, as root on Debian 12:   bash bench/run.sh
+# The entry point of the maintained benchmarks (bench/README.md), as root on Debian 12:
 #
-# Installs what it lacks (apt packages, a Python venv in bench/.venv), builds the release build of
-# the extension into a private copy of PostgreSQL 15 (so that nobody's debug install in the system
-# directories can change what is measured, and nothing system-wide is touched), reads the real text
-# shipped on this machine, starts its own throwaway server (port 54340, /tmp/simhash-bench), and
-# regenerates every table into bench/results/*.md, printing them as it goes. See bench/README.md.
+#   bash bench/run.sh                  the core stages below, into bench/results/*.md
+#   bash bench/run.sh list             the maintained benchmarks: name, script, what it measures
+#   bash bench/run.sh NAME [ARGS...]   one of them by name; ARGS go to its script
 #
-# Environment knobs (defaults in brackets): BENCH_REPS [5] timed runs per throughput figure,
-# BENCH_THROUGHPUT_MB [24] MB of text per language for throughput, BENCH_PY_MB [2] MB given to the
-# (slow) Python simhash package, BENCH_BASES [150] base documents per language in the accuracy set,
-# BENCH_QUIET_WAIT [180] seconds the throughput stage may wait for CPU 0 to be quiet,
-# BENCH_ONLY [all] the stages to run, of: throughput spread accuracy write lookup (e.g.
-# BENCH_ONLY="throughput write" for issue 10's throughput and bulk-write figures in one run).
+# The core stages install what they lack (apt packages, a Python venv in bench/.venv), build the
+# release build of the extension into a private copy of PostgreSQL 15 (so that nobody's debug
+# install in the system directories can change what is measured, and nothing system-wide is
+# touched), read the real text shipped on this machine, start their own throwaway server (port
+# 54340, /tmp/simhash-bench), and regenerate their tables into bench/results/*.md, printing them as
+# they go.
+#
+# Environment knobs of the core stages (defaults in brackets): BENCH_REPS [5] timed runs per
+# throughput figure, BENCH_THROUGHPUT_MB [24] MB of text per language for throughput, BENCH_PY_MB [2]
+# MB given to the (slow) Python simhash package, BENCH_BASES [150] base documents per language in the
+# accuracy set, BENCH_QUIET_WAIT [180] seconds the throughput stage may wait for CPU 0 to be quiet,
+# BENCH_ONLY [all] the stages to run, of: throughput accuracy write lookup (e.g.
+# BENCH_ONLY="throughput write" for the throughput and bulk-write figures of docs/performance.md).
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# name|script under bench/|what it measures. Each is described in bench/README.md under its name.
+BENCHMARKS=(
+    "core|run.sh|fingerprint throughput, balanced accuracy, band skew, write cost, lookup latency"
+    "search|search.sh|lookups at max_distance 3-8 (100k, 1M, 10M rows) and the 'error' write cost"
+    "dedup|dedup.sh|simhash_pairs / simhash_clusters of 1M rows, uniform and skewed"
+    "minhash_dedup|minhash_dedup.sh|the same dedup with MinHash beside SimHash"
+    "minhash_cost|minhash_cost.sh|MinHash beside SimHash: bytes a row, attach, lookups, writes"
+    "minhash_attach|minhash_attach.sh|where a MinHash attach of 1M rows spends its time"
+    "online_attach|online_attach.sh|simhash_attach against simhash_attach_concurrently under load"
+    "writers|writers.sh|writers of unrelated texts beside each other (issue 41's tables A and B)"
+    "methods_ab|methods_ab.sh|two builds side by side on both methods (a change meant to change nothing)"
+    "copy_kinds|copy_kinds.py|recall per kind of copy with each method's defaults"
+    "trgm_baseline|trgm_baseline.py|pg_trgm's exclusion constraint beside simhash_attach"
+    "citus_scale|citus_scale.sh|single-row INSERTs into a Citus table as it grows"
+    "citus_dedup|citus_dedup.sh|simhash_pairs of a Citus table on the workers and on the coordinator"
+)
+
+case "${1:-core}" in
+list | -h | --help)
+    printf '%-15s %-24s %s\n' name script "what it measures"
+    for entry in "${BENCHMARKS[@]}"; do
+        IFS='|' read -r name script what <<<"$entry"
+        printf '%-15s %-24s %s\n' "$name" "bench/$script" "$what"
+    done
+    exit 0
+    ;;
+core)
+    [ $# -eq 0 ] || shift # the stages below
+    ;;
+*)
+    for entry in "${BENCHMARKS[@]}"; do
+        IFS='|' read -r name script _ <<<"$entry"
+        [ "$name" = "$1" ] || continue
+        shift
+        case $script in
+        *.py)
+            py=python3
+            [ -x "$BENCH/.venv/bin/python" ] && py=$BENCH/.venv/bin/python
+            exec "$py" "$BENCH/$script" "$@"
+            ;;
+        *) exec bash "$BENCH/$script" "$@" ;;
+        esac
+    done
+    echo "bench/run.sh: no benchmark named '$1' (bash bench/run.sh list)" >&2
+    exit 2
+    ;;
+esac
+
 # shellcheck source=../scripts/common.sh
 source "$BENCH/../scripts/common.sh" # set -euo pipefail, ROOT, PG_CONFIG, start_server, stop_server, ...
 
@@ -80,25 +134,19 @@ if wants throughput; then
     taskset -c 0 "$PY" "$BENCH/throughput.py"
 fi
 
-if wants spread; then
-    step "2-3. accuracy and spread of the candidate fingerprints (core crate, no server)"
-    (cd "$BENCH/.." && cargo build --release -p simhash_core --example spread)
-    "$PY" "$BENCH/spread.py"
-fi
-
 if wants accuracy; then
-    step "2b. balanced precision/recall and band skew through SQL (results/accuracy_balanced.md, bands_sql.md)"
+    step "2. balanced precision/recall and band skew through SQL (results/accuracy_balanced.md, bands_sql.md)"
     "$PY" "$BENCH/accuracy.py"
     "$PY" "$BENCH/bands.py"
 fi
 
 if wants write; then
-    step "4. write cost"
+    step "3. write cost"
     "$PY" "$BENCH/write_cost.py"
 fi
 
 if wants lookup; then
-    step "5. lookup latency"
+    step "4. lookup latency"
     "$PY" "$BENCH/lookup.py"
 fi
 

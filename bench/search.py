@@ -637,7 +637,7 @@ def main():
 
 def write_report(parts, t_start, load0):
     out = ["# Exact near-duplicate search on four 16-bit bands: latency, candidates, write cost", ""]
-    out.append(f"Command: `{COMMAND}` (knobs in bench/README.md, section 6). Run of "
+    out.append(f"Command: `{COMMAND}` (knobs in bench/search.sh). Run of "
                f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t_start))}, "
                f"{time.time() - t_start:.0f} s so far when this file was written; load average "
                f"{load0:.1f} at the start, {tables.load_avg():.1f} now (a shared 2-core machine: other engineers' "

@@ -3,8 +3,8 @@
 #
 # Exact near-duplicate search on four 16-bit band indexes at k = 3, 5, 7, 8: lookup latency and
 # candidates at 100k, 1M and 10M rows against a brute-force scan and the previous k+1-band scheme,
-# and the write cost of the 'error' trigger against 'none'. Writes bench/results/search.md (see
-# bench/search.py and bench/README.md, section 6).
+# and the write cost of the 'error' trigger against 'none'. Writes its tables under bench/results/
+# (search.md unless BENCH_SEARCH_RESULT names another file; see bench/search.py and bench/README.md).
 #
 # Like bench/run.sh it never uses the extension installed in the system directories: it builds the
 # release package from this working tree and runs a relocated copy of PostgreSQL 15 with it, but in

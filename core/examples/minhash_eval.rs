@@ -1,5 +1,6 @@
-//! MinHash signatures, estimates and band matches for the MinHash benchmark (bench/minhash_eval.py),
-//! computed with the core crate directly, next to SimHash with the default options.
+//! MinHash signatures, estimates and band matches for the MinHash benchmark
+//! (bench/studies/minhash/minhash_eval.py), computed with the core crate directly, next to SimHash
+//! with the default options.
 //!
 //!     cargo run --release -p simhash_core --example minhash_eval -- pairs PAIRS --config SPEC... --lsh BxR...
 //!     cargo run --release -p simhash_core --example minhash_eval -- allpairs TEXTS --config SPEC... --lsh BxR... [--min S]

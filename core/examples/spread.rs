@@ -1,5 +1,5 @@
-//! Fingerprints and all-pairs statistics for the spread benchmark (bench/spread.py), computed with
-//! the core crate directly: the same code as SQL `simhash()`, without a server.
+//! Fingerprints and all-pairs statistics for the spread benchmark (bench/studies/spread/spread.py),
+//! computed with the core crate directly: the same code as SQL `simhash()`, without a server.
 //!
 //!     cargo run --release -p simhash_core --example spread -- fp TEXTS --config SPEC...
 //!     cargo run --release -p simhash_core --example spread -- allpairs TEXTS [--kmax K] --config SPEC...
@@ -244,7 +244,8 @@ fn allpairs(docs: &[&str], specs: &[String], configs: &[Config], kmax: u32) {
 
 /// Prototypes of fingerprints that the extension does not offer (yet), built from the core crate's
 /// public pieces (normalize, fold, tokenize, stop words, feature hash, accumulate), so that
-/// bench/spread.py can measure an idea with the same method before it becomes an option value.
+/// bench/studies/spread/spread.py can measure an idea with the same method before it becomes an
+/// option value.
 ///
 /// A prototype SPEC is `x:` followed by comma-separated `key=value` settings:
 ///
@@ -263,7 +264,7 @@ fn allpairs(docs: &[&str], specs: &[String], configs: &[Config], kmax: u32) {
 ///   features; with `base=B > 0` both are features, the ordinary ones weighted B;
 /// - `df=DF` (a file written by mode `df`), `dfcut`, `dflow`: weights from the document frequencies
 ///   of a table: × ln((N + 1) / df), or with `dfcut=P`, × `dflow` for a feature in more than a
-///   share P of the table's texts (bench/spread_df.py);
+///   share P of the table's texts (bench/studies/spread/spread_df.py);
 /// - `bp=BP` (a file written by mode `bpdf`), `bpw`, `bpmin`: boilerplate removal: the tokens of
 ///   every window of `bpw` (default 8) consecutive kept tokens that at least `bpmin` (default 5) of
 ///   the table's texts contain are dropped before stop words, shingles and weights.

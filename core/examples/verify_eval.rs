@@ -1,5 +1,5 @@
 //! Verification of sketch candidates by the exact shingle Jaccard (issue 43), for
-//! bench/verify_eval.py: the core crate's own code (`simhash_core::verify`), no server.
+//! bench/studies/verify/verify_eval.py: the core crate's own code (`simhash_core::verify`), no server.
 //!
 //!     cargo run --release -p simhash_core --example verify_eval -- pairs PAIRS
 //!     cargo run --release -p simhash_core --example verify_eval -- allpairs TEXTS [--threads N]
@@ -18,8 +18,8 @@
 //! `allpairs`: TEXTS holds one text per line. Over all pairs i < j it computes the SimHash distance,
 //! whether the signatures share a band, the estimate, the verification Jaccard J (shingles) and the
 //! **character 5-gram Jaccard** J5 of the texts (lowercased, whitespace removed, the set of windows
-//! of 5 characters, the whole text when shorter; as bench/minhash_eval.py's `j5`), each 5-gram by
-//! its 64-bit hash. A pair is *unrelated* when J5 < 0.1. Prints
+//! of 5 characters, the whole text when shorter; as bench/studies/minhash/minhash_eval.py's `j5`),
+//! each 5-gram by its 64-bit hash. A pair is *unrelated* when J5 < 0.1. Prints
 //! `PAIRS n`, `UNRELATED n`, then histograms over unrelated pairs of J in 200ths:
 //! `HIST name bucket count` for name `all` (every unrelated pair), `sim7` (distance ≤ 7), `band`
 //! (shares a band), `band_est50` (shares a band and estimate ≥ 0.5); `DIST d count` (distance

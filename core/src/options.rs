@@ -137,9 +137,10 @@ pub struct Options {
 impl Default for Options {
     /// The SQL defaults of algorithm v2 (0.3.0): Unicode words with Han runs cut into character
     /// pairs, single tokens, sublinear term frequency `1 + ln(tf)`, stop words dropped, traditional
-    /// Chinese folded to simplified. Chosen by bench/spread.py (bench/results/accuracy.md): unrelated
-    /// documents at least 29 bits apart on average in Chinese and English, at most 0.1 expected false
-    /// matches per lookup at 1M rows up to distance 7, and the best recall of small edits there.
+    /// Chinese folded to simplified. Chosen by bench/studies/spread/spread.py
+    /// (bench/studies/spread/accuracy.md): unrelated documents at least 29 bits apart on average in
+    /// Chinese and English, at most 0.1 expected false matches per lookup at 1M rows up to distance
+    /// 7, and the best recall of small edits there.
     fn default() -> Self {
         Options {
             tokenizer: Tokenizer::Bigram,

@@ -31,7 +31,7 @@ use crate::normalize::Chunking;
 use crate::options::Options;
 
 /// The least verified similarity of a SimHash near-duplicate when an attachment or call names
-/// none: chosen by bench/verify_eval.py (docs/accuracy.md, "Verification").
+/// none: chosen by bench/studies/verify/verify_eval.py (docs/accuracy.md, "Verification").
 pub const DEFAULT_SIMHASH_THRESHOLD: f64 = 0.4;
 
 /// How far below the threshold a MinHash candidate's estimated similarity may be and its text still

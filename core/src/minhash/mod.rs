@@ -411,7 +411,7 @@ fn lcg(x: u64) -> u64 {
 /// empty bin with probability about `m / k`, so texts of more than about 20 distinct shingles (at
 /// k = 128) fill every bin within the rounds, and shorter ones leave a few bins to the cyclic rule,
 /// whose neighbouring bins share a source (a somewhat noisier estimate, measured in
-/// bench/results/minhash_accuracy.md). [`reference::reference_densify`] computes the same values
+/// bench/studies/minhash/minhash_accuracy.md). [`reference::reference_densify`] computes the same values
 /// event by event. The work is at most [`MAX_ROUNDS`] steps per non-empty bin
 /// and one sweep of the `k` bins, where probing takes `k / m` steps per empty bin.
 pub fn densify(mins: &[Option<u32>]) -> Option<Vec<u32>> {

@@ -40,8 +40,8 @@ impl Shingle {
 /// Fewest and most hash values in a signature.
 pub const MIN_K: i32 = 1;
 pub const MAX_K: i32 = 1024;
-/// The measured defaults (bench/results/minhash_accuracy.md): 128 values of 32 bits (516 bytes with
-/// the header), 32 bands of 4 rows, found at an estimated similarity of 0.5 or more.
+/// The measured defaults (bench/studies/minhash/minhash_accuracy.md): 128 values of 32 bits (516
+/// bytes with the header), 32 bands of 4 rows, found at an estimated similarity of 0.5 or more.
 pub const DEFAULT_K: usize = 128;
 pub const DEFAULT_BANDS: usize = 32;
 pub const DEFAULT_ROWS: usize = 4;
@@ -63,7 +63,7 @@ pub struct MinHashOptions {
 
 impl Default for MinHashOptions {
     /// 'word' tokens, shingles per script, stop words kept, traditional Chinese folded, 128 values:
-    /// chosen by bench/minhash_eval.py (bench/results/minhash_accuracy.md).
+    /// chosen by bench/studies/minhash/minhash_eval.py (bench/studies/minhash/minhash_accuracy.md).
     fn default() -> Self {
         MinHashOptions {
             tokenizer: Tokenizer::Word,
