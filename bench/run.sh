@@ -34,6 +34,7 @@ BENCHMARKS=(
     "methods_ab|methods_ab.sh|two builds side by side on both methods (a change meant to change nothing)"
     "copy_kinds|copy_kinds.py|recall per kind of copy with each method's defaults"
     "trgm_baseline|trgm_baseline.py|pg_trgm's exclusion constraint beside simhash_attach"
+    "huge_rows|huge_rows.py|a victim's write, lookup and pairs beside planted rows of 50 and 500 MB"
     "citus_scale|citus_scale.sh|single-row INSERTs into a Citus table as it grows"
     "citus_dedup|citus_dedup.sh|simhash_pairs of a Citus table on the workers and on the coordinator"
 )
