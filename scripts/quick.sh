@@ -76,7 +76,10 @@ run() {
     }
 }
 # shellcheck disable=SC2086
-run "$pgxs/test/regress/pg_regress" "$PG_BIN" tests/pg_regress regress $regress
+# PostgreSQL 14's psql has no \getenv: its server is tested through Debian's psql 15, as test.sh does.
+client_bin=$PG_BIN
+((PG_MAJOR >= 15)) || client_bin=$(dirname "$DEBIAN_PG_CONFIG")
+run "$pgxs/test/regress/pg_regress" "$client_bin" tests/pg_regress regress $regress
 # shellcheck disable=SC2086
 run "$pgxs/test/isolation/pg_isolation_regress" "$PG_BIN" tests/isolation isolation $isolation
 exit $status
