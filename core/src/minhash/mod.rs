@@ -343,20 +343,6 @@ pub fn try_for_each_shingle(
     Ok(())
 }
 
-/// The hash of every shingle of `text`, in order and with repeats ([`try_for_each_shingle`]).
-pub fn try_shingle_hashes(
-    text: &str,
-    options: &MinHashOptions,
-    chunking: Chunking,
-    interrupt: &mut dyn FnMut(),
-) -> Result<Vec<u64>, OutOfMemory> {
-    let out = std::cell::RefCell::new(Vec::new());
-    try_for_each_shingle(text, options, chunking, interrupt, &|| out.borrow().len(), |s| {
-        out.borrow_mut().push(s)
-    })?;
-    Ok(out.into_inner())
-}
-
 /// The hash of one shingle from the feature hashes of its tokens, oldest first: a multiply-rotate
 /// chain seeded with the number of tokens, then fmix64.
 #[inline(always)]
