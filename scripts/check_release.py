@@ -43,11 +43,12 @@ for older, newer in zip(sorted(entries, key=key), sorted(entries, key=key)[1:]):
 
 # ALTER EXTENSION ... UPDATE warns as CREATE EXTENSION does about who may create in the extension's
 # schema: the update script to this version ends by calling the check.
+WARN_CALL = "SELECT simhash_internal.warn_on_schema_grants();"
 if len(entries) > 1:
     last = ROOT / "sql" / f"simhash_ext--{sorted(entries, key=key)[-2]}--{version}.sql"
-    lines = [l for l in last.read_text().splitlines() if l.strip()] if last.exists() else []
-    if not lines or lines[-1].strip() != "SELECT simhash_internal.warn_on_schema_grants();":
-        errors.append(f"{last.relative_to(ROOT)} does not end with SELECT simhash_internal.warn_on_schema_grants();")
+    lines = [l.strip() for l in last.read_text().splitlines() if l.strip()] if last.exists() else []
+    if lines[-1:] != [WARN_CALL]:
+        errors.append(f"{last.relative_to(ROOT)} does not end with {WARN_CALL}")
 
 for e in errors:
     print("release metadata:", e, file=sys.stderr)

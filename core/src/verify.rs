@@ -43,7 +43,10 @@ pub const ESTIMATE_MARGIN: f64 = 0.2;
 /// The fewest hashes collected before repeats are dropped (512 kB).
 const COMPACT_AT: usize = 64 * 1024;
 
-/// Shingle hashes collected with their repeats dropped from time to time.
+/// Shingle hashes collected with their repeats dropped from time to time: whenever they reach
+/// twice the distinct hashes of the last pass (and at least COMPACT_AT), so memory stays within
+/// twice the distinct hashes, and the passes cost O(n log n) in all (each sorts at most twice what
+/// the one before kept, or COMPACT_AT new hashes).
 #[derive(Default)]
 struct DistinctHashes {
     hashes: Vec<u64>,
@@ -81,21 +84,8 @@ impl Shingles {
         chunking: Chunking,
         interrupt: &mut dyn FnMut(),
     ) -> Result<Shingles, OutOfMemory> {
-        // Repeats are dropped as the shingles come, whenever the collected hashes reach twice the
-        // distinct ones of the last pass (and at least COMPACT_AT): memory stays within about
-        // twice the distinct shingles' 8 bytes each, however often a text repeats itself, and the
-        // passes cost O(n log n) in all (each sorts at most twice what the one before kept, or
-        // COMPACT_AT new hashes).
-        let set = std::cell::RefCell::new(DistinctHashes::default());
-        try_for_each_shingle(
-            text,
-            options,
-            chunking,
-            interrupt,
-            &|| set.borrow().hashes.len(),
-            |s| set.borrow_mut().push(s),
-        )?;
-        let mut set = set.into_inner();
+        let mut set = DistinctHashes::default();
+        try_for_each_shingle(text, options, chunking, interrupt, |s| set.push(s))?;
         set.compact();
         Ok(Shingles(set.hashes))
     }

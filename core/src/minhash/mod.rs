@@ -299,17 +299,16 @@ pub fn fast_shingle_hashes(text: &str, options: &MinHashOptions, chunking: Chunk
 
 /// Calls `sink` with the hash of every shingle of `text`, in order and with repeats, by the fast
 /// path where it supports the options and the streaming pipeline elsewhere, calling `interrupt`
-/// between chunks; reports a process short of memory (with `held()`, the shingles kept so far)
-/// instead of going on.
+/// between chunks; reports a process short of memory instead of going on.
 pub fn try_for_each_shingle(
     text: &str,
     options: &MinHashOptions,
     chunking: Chunking,
     interrupt: &mut dyn FnMut(),
-    held: &dyn Fn() -> usize,
     mut sink: impl FnMut(u64),
 ) -> Result<(), OutOfMemory> {
     let options = &options.sanitized();
+    let mut emitted = 0usize;
     let mut shingler = StreamShingler::new(options.shingle);
     let fold = options.fold == Fold::Simplified;
     if minhash_fast_path_supports(options) {
@@ -322,7 +321,7 @@ pub fn try_for_each_shingle(
         for chunk in crate::normalize::chunks(text, chunking) {
             interrupt();
             if crate::error::memory_low() {
-                return Err(OutOfMemory { features: held() });
+                return Err(OutOfMemory { features: emitted });
             }
             let mut normalized = crate::normalize::normalize(chunk);
             if fold {
@@ -331,6 +330,7 @@ pub fn try_for_each_shingle(
             crate::tokenize::for_each_token(&normalized, options.tokenizer, |t| {
                 if crate::tokenize::keep(t, options.stopwords) {
                     if let Some(s) = shingler.push(crate::hash::feature_hash(t), one_han(t)) {
+                        emitted += 1;
                         sink(s);
                     }
                 }
