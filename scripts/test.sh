@@ -148,9 +148,8 @@ per_major_suites() {
     15 | 18) install_extension --release ;;
     *) install_extension ;;
     esac
-    # The suites install old versions (security.sql, search_path.sql: the upgrade window, updates):
-    # the frozen install scripts go beside the update scripts pgrx installed.
-    install -m 644 sql/simhash_ext--[0-9]*.[0-9]*.[0-9]*.sql "$("$PG_CONFIG" --sharedir)/extension/"
+    # The suites install old versions (security.sql, search_path.sql: the upgrade window, updates)
+    # from the base install script, which install_extension put beside the update scripts.
     log "pg_regress and isolation tests on PostgreSQL $PG_MAJOR, port $REGRESS_PORT"
     start_server "$REGRESS_DIR" "$REGRESS_PORT"
     trap 'stop_server "$REGRESS_DIR"' EXIT
