@@ -5,7 +5,7 @@
 # data, ALTER EXTENSION simhash_ext UPDATE to the default version, and check that stored fingerprints,
 # band columns, band indexes, trigger and lookups agree with the new version, and that the updated
 # extension's objects (functions with their definitions, types, every member) are those of a fresh
-# install of the new version.
+# install of the new version. The fresh install's functions name no file in their bodies.
 #
 # SIMHASH_UPGRADE_PACKAGE=DIR (`cargo pgrx package --out-dir DIR` output) runs a private copy of the
 # PostgreSQL in use that loads that build (scripts/common.sh private_postgres) instead of the
@@ -46,6 +46,14 @@ start_server "$DIR" "$PORT"
 q postgres -c "CREATE DATABASE fresh" -c "CREATE DATABASE template_corpus"
 q fresh -c "CREATE EXTENSION simhash_ext" -c "CREATE EXTENSION amcheck"
 make_corpus template_corpus articles 20000
+
+# No function of the extension cites a file of the repository in its body: such a path says nothing
+# to the database's user and goes stale when the file moves (pgrx's C functions name their symbol).
+expect "fresh install of $TARGET: no function body names a file" \
+    "$(q fresh -c "SELECT coalesce(string_agg(p.oid::regprocedure::text, ', ' ORDER BY p.oid::regprocedure::text), 'none')
+                   FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+                   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_ext'
+                   WHERE p.prosrc ~ '(^|[^[:alnum:]_])(src|sql|docs|tests|bench|core|scripts|examples)/[[:alnum:]_./-]+|[[:alnum:]_]\\.(rs|md|sql|out|sh|py)([^[:alnum:]_]|\$)'")" none
 
 # The objects of the extension, as text: members, function definitions, types.
 objects() {
