@@ -230,6 +230,8 @@ private_postgres() {
         [ "$(basename "$f")" = simhash_ext.so ] || ln -s "$f" "$dir$sys_lib/"
     done
     cp "$package$sys_lib/simhash_ext.so" "$dir$sys_lib/"
+    # The package's control file and scripts only: none of those installed, of whatever build.
+    rm -f "$dir$sys_share"/extension/simhash_ext*
     cp "$package$sys_share"/extension/simhash_ext* "$dir$sys_share/extension/"
     chmod -R a+rX "$dir"
     PRIVATE_PKGLIB=$dir$sys_lib

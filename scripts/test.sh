@@ -184,9 +184,10 @@ if ((everything)); then
     log "client integrations (tests/clients/run.sh)"
     run_suite clients bash tests/clients/run.sh
 
-    # Robustness (issue 4): encodings, huge inputs and cancellation, upgrades, dump and restore,
-    # preloading, crash recovery, allocation failure, the online attach; each on its own server (ports
-    # 54341-54349);
+    # Robustness (issue 4): encodings, huge inputs and cancellation, upgrades, the previous release's
+    # library under this one (issue 51: it builds that library, into target/previous-release), dump and
+    # restore, preloading, crash recovery, allocation failure, the online attach; each on its own
+    # server (ports 54339-54349);
     # then pg_upgrade of attached tables from 15 to 18 (issue 23, ports 54361-54362).
     log "robustness tests (tests/robustness/run.sh; logs in /tmp/simhash-robust-logs)"
     run_suite robustness bash tests/robustness/run.sh
