@@ -1,6 +1,9 @@
 """Release metadata agrees with Cargo.toml: META.json is valid PGXN metadata (the required keys of
 meta-spec 1.0.0) naming the same version, CHANGELOG.md's newest entry is that version, and every
-released version before it has an upgrade path in sql/. Exits non-zero with a message otherwise."""
+released version before it has an upgrade path in sql/. sql/ holds one full install script, the
+base, of the oldest release (every later one installs from it through the update scripts; pgrx
+generates the current version's), and update scripts that each go one release up.
+Exits non-zero with a message otherwise."""
 
 import json
 import pathlib
@@ -49,6 +52,22 @@ if len(entries) > 1:
     lines = [l.strip() for l in last.read_text().splitlines() if l.strip()] if last.exists() else []
     if lines[-1:] != [WARN_CALL]:
         errors.append(f"{last.relative_to(ROOT)} does not end with {WARN_CALL}")
+scripts = sorted(p.name for p in (ROOT / "sql").glob("simhash_ext--*.sql"))
+full = [n for n in scripts if re.fullmatch(r"simhash_ext--\d+\.\d+\.\d+\.sql", n)]
+oldest = min(entries, key=key) if entries else None
+if full != [f"simhash_ext--{oldest}.sql"]:
+    errors.append(f"sql/ holds the full install scripts {full}: it keeps one, the base, of the oldest"
+                  f" release {oldest} (older versions install from it through the update scripts)")
+released = sorted(entries, key=key)
+for n in scripts:
+    m = re.fullmatch(r"simhash_ext--(\d+\.\d+\.\d+)--(\d+\.\d+\.\d+)\.sql", n)
+    if n in full:
+        continue
+    if not m:
+        errors.append(f"sql/{n}: neither an install script simhash_ext--X.sql nor an update script simhash_ext--X--Y.sql")
+    elif m.group(1) not in released or m.group(2) not in released or \
+            released.index(m.group(2)) != released.index(m.group(1)) + 1:
+        errors.append(f"sql/{n}: not an update from one release of CHANGELOG.md to the next")
 
 for e in errors:
     print("release metadata:", e, file=sys.stderr)

@@ -172,11 +172,42 @@ stop_server() {
 }
 
 # install_extension [cargo pgrx install options]: builds and installs into the PostgreSQL in use,
-# registering it with cargo-pgrx first (a script may be the first to use that major here).
+# registering it with cargo-pgrx first (a script may be the first to use that major here), with the
+# base install script beside the update scripts pgrx installed (install_base_script).
 install_extension() {
     ensure_pgrx_config
     log "building and installing simhash_ext ($*)"
     (cd "$ROOT" && cargo pgrx install --pg-config "$PG_CONFIG" "$@")
+    install_base_script "$("$PG_CONFIG" --sharedir)/extension"
+}
+
+# base_version: the version of the one full install script of sql/, the oldest release's. Every
+# later version installs from it through the update scripts; the current version's own install
+# script is the one pgrx generates.
+base_version() {
+    (cd "$ROOT/sql" && ls simhash_ext--*.sql) | sed -n 's/^simhash_ext--\([0-9.]*\)\.sql$/\1/p'
+}
+
+# install_base_script EXTDIR: copies sql/'s base install script into the extension directory EXTDIR
+# (`cargo pgrx install` and `package` copy the update scripts only) and removes the install scripts of
+# other versions but EXTDIR's default_version, left there by an older checkout whose sql/ kept one per
+# release: `CREATE EXTENSION simhash_ext VERSION 'X'` then runs the base script and the update scripts
+# up to X, as the tests of old versions expect.
+install_base_script() {
+    local extdir=$1 base current f v
+    base=$(base_version)
+    current=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$extdir/simhash_ext.control")
+    [ -n "$base" ] && [ -n "$current" ] || {
+        echo "install_base_script: no base script in $ROOT/sql or no default_version in $extdir" >&2
+        return 1
+    }
+    for f in "$extdir"/simhash_ext--*.sql; do
+        v=$(basename "$f" | sed -n 's/^simhash_ext--\([0-9.]*\)\.sql$/\1/p')
+        if [ -n "$v" ] && [ "$v" != "$base" ] && [ "$v" != "$current" ]; then
+            rm -f "$f"
+        fi
+    done
+    install -m 644 "$ROOT/sql/simhash_ext--$base.sql" "$extdir/"
 }
 
 # private_postgres PACKAGE DIR: a relocated copy of the PostgreSQL of $PG_CONFIG in DIR that loads the
@@ -199,6 +230,8 @@ private_postgres() {
         [ "$(basename "$f")" = simhash_ext.so ] || ln -s "$f" "$dir$sys_lib/"
     done
     cp "$package$sys_lib/simhash_ext.so" "$dir$sys_lib/"
+    # The package's control file and scripts only: none of those installed, of whatever build.
+    rm -f "$dir$sys_share"/extension/simhash_ext*
     cp "$package$sys_share"/extension/simhash_ext* "$dir$sys_share/extension/"
     chmod -R a+rX "$dir"
     PRIVATE_PKGLIB=$dir$sys_lib

@@ -148,9 +148,8 @@ per_major_suites() {
     15 | 18) install_extension --release ;;
     *) install_extension ;;
     esac
-    # The suites install old versions (security.sql, search_path.sql: the upgrade window, updates):
-    # the frozen install scripts go beside the update scripts pgrx installed.
-    install -m 644 sql/simhash_ext--[0-9]*.[0-9]*.[0-9]*.sql "$("$PG_CONFIG" --sharedir)/extension/"
+    # The suites install old versions (security.sql, search_path.sql: the upgrade window, updates)
+    # from the base install script, which install_extension put beside the update scripts.
     log "pg_regress and isolation tests on PostgreSQL $PG_MAJOR, port $REGRESS_PORT"
     start_server "$REGRESS_DIR" "$REGRESS_PORT"
     trap 'stop_server "$REGRESS_DIR"' EXIT
@@ -185,9 +184,10 @@ if ((everything)); then
     log "client integrations (tests/clients/run.sh)"
     run_suite clients bash tests/clients/run.sh
 
-    # Robustness (issue 4): encodings, huge inputs and cancellation, upgrades, dump and restore,
-    # preloading, crash recovery, allocation failure, the online attach; each on its own server (ports
-    # 54341-54349);
+    # Robustness (issue 4): encodings, huge inputs and cancellation, upgrades, the previous release's
+    # library under this one (issue 51: it builds that library, into target/previous-release), dump and
+    # restore, preloading, crash recovery, allocation failure, the online attach; each on its own
+    # server (ports 54339-54349);
     # then pg_upgrade of attached tables from 15 to 18 (issue 23, ports 54361-54362).
     log "robustness tests (tests/robustness/run.sh; logs in /tmp/simhash-robust-logs)"
     run_suite robustness bash tests/robustness/run.sh

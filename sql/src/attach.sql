@@ -8,7 +8,7 @@ AS $$
   -- simhash_attach(), kept by the trigger and tied to it by a constraint after an online attach.
   -- Every argument is given (and typed): ATTACH PARTITION parses the expression again as
   -- pg_get_expr() prints it, and a function another role added to the extension's schema with one
-  -- argument fewer must not make that call ambiguous (docs/ARCHITECTURE.md section 13.2).
+  -- argument fewer must not make that call ambiguous.
   SELECT b.name, CASE WHEN att.method = 'minhash'
                       THEN format('@extschema@.minhash_bands(%I, 32, 4)', att.fingerprint_column)
                       ELSE format('@extschema@.simhash_band(%I, %s, %s)', att.fingerprint_column, b.i - 1,
@@ -88,7 +88,7 @@ BEGIN
     IF scope_type IS NULL THEN
       RAISE EXCEPTION 'column "%" of relation "%" does not exist', scope, table_name USING ERRCODE = '42703';
     END IF;
-    -- Rows are in one scope when their values are equal by the type's default equality: a domain's base type's, asked of that type (casting NULL to the table owner's domain would run its CHECK as the caller, docs/ARCHITECTURE.md section 13.3).
+    -- Rows are in one scope when their values are equal by the type's default equality: a domain's base type's, asked of that type (casting NULL to the table owner's domain would run its CHECK as the caller).
     BEGIN
       EXECUTE format('SELECT NULL::%1$s = NULL::%1$s', (WITH RECURSIVE b(t) AS (SELECT scope_type::oid UNION ALL SELECT y.typbasetype FROM b JOIN pg_type y ON y.oid = b.t AND y.typtype = 'd') SELECT b.t::regtype FROM b JOIN pg_type y ON y.oid = b.t AND y.typtype <> 'd'));
     EXCEPTION WHEN undefined_function THEN
@@ -276,7 +276,7 @@ BEGIN
   -- type key_type), added in one ALTER TABLE that on an ordinary table also writes every row's
   -- fingerprint: the fingerprint is computed once per row, here for the rows already there, then by
   -- the trigger.
-  -- MinHash: one array of the signature's LSH band keys, for one GIN index (docs/ARCHITECTURE.md section 6.11).
+  -- MinHash: one array of the signature's LSH band keys, for one GIN index.
   SELECT string_agg(format('ADD COLUMN %I %s GENERATED ALWAYS AS (%s) STORED', b.band_column,
                            CASE WHEN minhash THEN 'bigint[]' ELSE 'int' END, b.expression), ', ')
   INTO bands FROM simhash_internal.band_expressions(att) b;
@@ -295,7 +295,7 @@ BEGIN
     -- fills the new column, and the generated band columns are computed from the new row. (Filling
     -- the column with an UPDATE first would write a second version of every row, then rewrite both.)
     -- The rewrite runs in this process alone: the fingerprints are computed before it by a parallel
-    -- scan, and the rewrite takes each row's (simhash_fill_value, src/api/fill.rs).
+    -- scan, and the rewrite takes each row's from them (simhash_internal.fill_value).
     RAISE DEBUG 'simhash_attach: fingerprinting';
     PERFORM simhash_internal.fill_collect(table_name, text_column, att.tokenizer, att.shingle, att.weighting,
                                           att.stopwords, att.fold);
@@ -304,7 +304,7 @@ BEGIN
   END IF;
   RAISE DEBUG 'simhash_attach: writing fingerprints and bands';
   IF dist_method IS NULL THEN
-    -- As the table's owner (docs/ARCHITECTURE.md section 13.3): a generated column or constraint of the
+    -- As the table's owner, in a security-restricted operation: a generated column or constraint of the
     -- owner's that the rewrite evaluates never runs with the rights of whoever attaches the table.
     PERFORM simhash_internal.execute_as_owner(table_name, format('ALTER TABLE %s %s', table_name, bands));
   ELSE
@@ -330,19 +330,19 @@ BEGIN
   IF att.method = 'minhash' THEN
     -- Candidates are the rows sharing a band key with the query (`&&`); the signature, read from
     -- the heap, decides. Without a pending list (fastupdate off) every write and lookup costs the
-    -- same: with one, lookups read all of it until the next vacuum (bench/results/minhash_cost.md).
+    -- same: with one, every lookup reads all of that list until the next vacuum.
     -- The build sorts the keys in a tree of up to maintenance_work_mem before writing them: one larger
-    -- than 64MB (PostgreSQL's default) outgrows the processor's caches and is slower (docs/performance.md).
+    -- than 64MB (PostgreSQL's default) outgrows the processor's caches and is slower: 64MB at most.
     build_memory := current_setting('maintenance_work_mem');
     PERFORM set_config('maintenance_work_mem', '64MB', true) WHERE pg_size_bytes(build_memory) > pg_size_bytes('64MB');
     EXECUTE format('CREATE INDEX ON %s USING gin (%I) WITH (fastupdate = off)', table_name, att.band_columns[1]);
     PERFORM set_config('maintenance_work_mem', build_memory, true) WHERE pg_size_bytes(build_memory) > pg_size_bytes('64MB');
   ELSE
     -- Four 16-bit bands serve every distance: a lookup probes each band at the values within a
-    -- radius of the query's (generalized pigeonhole, src/method/simhash/search.rs).
+    -- radius of the query's (generalized pigeonhole: k differing bits leave a band within its radius).
     FOR i IN 1 .. cardinality(att.band_columns) LOOP
       -- The fingerprint rides in the index entries: candidates are checked without visiting the heap.
-      -- A registry's check also reads the distribution column from them (sql/src/registry.sql).
+      -- A registry's check also reads the distribution column from them.
       EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I%s)', table_name, att.band_columns[i], att.fingerprint_column,
                      CASE WHEN att.registry THEN format(', %I', dist_column) ELSE '' END);
     END LOOP;
@@ -366,7 +366,7 @@ BEGIN
   -- refuses to build over duplicates; an attach keeps them, and says so. They stay until removed,
   -- and an UPDATE of the text of one of them is checked as any write. Counting them is a whole
   -- simhash_pairs(): with max_rows (simhash_attach(), whose lock the count would prolong) only a
-  -- table of at most max_rows rows is counted (docs/ARCHITECTURE.md section 6.3).
+  -- table of at most max_rows rows is counted.
   att := simhash_internal.find_attachment(table_name, text_column);
   IF att.on_duplicate = 'none' OR att.registry
      OR (SELECT d.method FROM simhash_internal.distribution(table_name) d) IS NOT NULL THEN
@@ -426,7 +426,7 @@ BEGIN
   IF table_name IS NULL OR text_column IS NULL THEN
     RAISE EXCEPTION 'simhash_attach: table_name and text_column must not be NULL' USING ERRCODE = '22004';
   END IF;
-  -- The trigger's arguments, which record the attachment (src/attachment.rs): made first, as they
+  -- The trigger's arguments, which record the attachment's settings: made first, as they
   -- check the method, max_distance or threshold, on_duplicate, the text options (NULL: the
   -- method's default), min_length, and the length of the names derived from the column (42622).
   -- The names, and the options with their defaults filled in, come from them.
@@ -438,7 +438,7 @@ BEGIN
 
   -- Everything that can refuse the attach, before anything changes. (Its errors, and those of the
   -- lines above, keep the CONTEXT line numbers they had when this function did every step itself:
-  -- tests/pg_regress/expected/drop_column.out, minhash_attach.out.)
+  -- the expected outputs of the regression tests show them.)
   SELECT * INTO checked FROM simhash_internal.attach_checks(table_name, text_column, args);
   PERFORM simhash_internal.attach_fingerprint_column(att::@extschema@.simhash_attachment, checked.dist_method::"char");
   PERFORM simhash_internal.attach_bands(att::@extschema@.simhash_attachment, checked.dist_method::"char",
@@ -448,7 +448,7 @@ BEGIN
                                            checked.dist_method::"char");
   IF registry THEN
     -- Writes go through a view of the table's own columns, whose trigger checks the registry on the
-    -- coordinator, in the writer's distributed transaction (sql/src/registry.sql).
+    -- coordinator, in the writer's distributed transaction (simhash_internal.registry_insert()).
     PERFORM simhash_internal.registry_view(table_name, text_column);
     PERFORM simhash_internal.registry_shards(table_name, text_column);
   END IF;
@@ -510,7 +510,7 @@ BEGIN
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = att.table_name;
   ddl_propagation := current_setting('citus.enable_ddl_propagation');
   PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-  -- Each only when it is the attachment's, never by its name alone (docs/ARCHITECTURE.md section 13.5):
+  -- Each only when it is the attachment's, never by its name alone (another object may have it):
   -- the view reads the table; the tables belong to the table's owner.
   SELECT c.relowner INTO table_owner FROM pg_class c WHERE c.oid = att.table_name;
   derived := to_regclass(format('%I.%I', rel_schema, names.checked_view));
@@ -596,8 +596,8 @@ DECLARE
 BEGIN
   att := simhash_internal.find_attachment(table_name, text_column);
   dist_method := (SELECT d.method FROM simhash_internal.distribution(att.table_name) d);
-  -- Whether an attachment verifies its candidates against their texts (docs/ARCHITECTURE.md
-  -- section 8.11), and its threshold: recorded in its trigger's arguments, so the triggers are made
+  -- Whether an attachment verifies its candidates against their texts (their exact similarity),
+  -- and its threshold: recorded in its trigger's arguments, so the triggers are made
   -- again with the new ones, in this transaction (nothing else of the attachment changes).
   IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
                                         AND t.tgparentid <> 0) THEN
@@ -641,7 +641,7 @@ BEGIN
   -- session_replication_role = replica, a logical replication subscriber's apply) have a text and
   -- no fingerprint or signature: lookups, dedup and the check miss them. An UPDATE that assigns the
   -- NULL column makes simhash_trigger() compute the value (a NULL value beside a text is never kept
-  -- as unchanged), as the attach computes it, without a check (docs/ARCHITECTURE.md section 6.3).
+  -- as unchanged), as the attach computes it, without a check.
   -- It runs as the caller, with its UPDATE privilege and row-level security, and fires the table's
   -- UPDATE triggers but those of other columns (UPDATE OF).
   IF table_name IS NULL THEN

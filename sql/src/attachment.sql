@@ -1,5 +1,5 @@
 -- The attachment as SQL sees it: its row type, its decoding from a simhash_trigger() trigger's
--- arguments (src/attachment.rs, through simhash_internal.decode_attachment), and the catalog reads
+-- arguments (src/attachment/, through simhash_internal.decode_attachment), and the catalog reads
 -- the other functions share.
 COMMENT ON SCHEMA simhash_internal IS
   'simhash_ext: internal helpers of simhash_attach(), simhash_detach() and the triggers; not an API';
@@ -42,8 +42,8 @@ AS $$
   SELECT table_name, d.text_column::name, d.fingerprint_column::name, d.band_columns::name[], d.max_distance,
          d.on_duplicate, d.flag_column::name, d.tokenizer, d.shingle, d.weighting, d.stopwords, trigger_name, d.fold,
          d.scope_column::name, d.registry, d.min_length, d.method, d.threshold,
-         -- 'attaching' until an online attach has finished: its bands constraint (named as
-         -- Attachment::bands_constraint_name in src/attachment.rs says) is NOT VALID until then.
+         -- 'attaching' until an online attach has finished: its bands constraint (named after the
+         -- trigger, with '$bands' appended) is NOT VALID until then.
          -- A partition made during the attach has its own constraint, valid: its ancestors' count.
          CASE WHEN EXISTS (SELECT FROM pg_constraint k
                            WHERE (k.conrelid = table_name

@@ -57,7 +57,7 @@ DECLARE
   bands_constraint oid;
 BEGIN
   -- Attached online, the partitioned table keeps its bands in plain columns tied to the fingerprint
-  -- by a constraint (sql/src/online.sql), which PostgreSQL wants the partition to have too.
+  -- by a constraint (simhash_attach_concurrently()), which PostgreSQL wants the partition to have too.
   SELECT k.oid INTO bands_constraint FROM pg_constraint k
   WHERE k.conrelid = parent AND k.conname = att.trigger_name || '$bands';
   IF bands_constraint IS NOT NULL THEN
@@ -199,7 +199,7 @@ BEGIN
       EXECUTE format('ALTER TABLE %s DISABLE TRIGGER %I', table_name, new_names.check_trigger_name);
     END IF;
   END IF;
-  -- After an online attach, its bands constraint is named after the trigger (sql/src/online.sql).
+  -- After an online attach, its bands constraint is named after the trigger (<trigger>$bands).
   IF new_names.trigger_name <> trigger_name
      AND EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = table_name AND k.conname = trigger_name || '$bands') THEN
     EXECUTE format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', table_name, trigger_name || '$bands',

@@ -7,7 +7,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
   -- What the trigger stores for a text: its SimHash fingerprint or its MinHash signature. Every
   -- argument is cast to the declared type: a function of the same name that another role made in
-  -- the extension's schema with a closer signature is never chosen (docs/ARCHITECTURE.md §13.2).
+  -- the extension's schema with a closer signature is never chosen.
   SELECT CASE method
     WHEN 'minhash' THEN format('@extschema@.minhash((%s)::pg_catalog.text, %L::pg_catalog.text, %s::pg_catalog.int4, '
                                 '%L::pg_catalog.bool, %L::pg_catalog.text, 128)', text_expr, tokenizer, shingle, stopwords, fold)
@@ -90,7 +90,7 @@ BEGIN
     CONTINUE WHEN estimate > budget;
     budget := budget - estimate;
     -- simhash() in the workers, fill_stash() (parallel restricted) in the leader above them. As the
-    -- table's owner (docs/ARCHITECTURE.md section 13.3): a policy of the owner's (FORCE ROW LEVEL
+    -- table's owner, in a security-restricted operation: a policy of the owner's (FORCE ROW LEVEL
     -- SECURITY) that the scan evaluates never runs with the rights of whoever attaches the table.
     PERFORM simhash_internal.execute_as_owner(leaf, format(
       'SELECT pg_catalog.count(simhash_internal.fill_stash(s.tableoid, s.ctid, s.fp)) '

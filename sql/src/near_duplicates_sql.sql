@@ -58,7 +58,7 @@ DECLARE
   condition text := CASE WHEN filter IS NULL THEN '' ELSE format(' AND (%s)', filter) END;
 BEGIN
   -- (The lines above the first RAISE keep their count: the CONTEXT line number of its error is in
-  -- tests/pg_regress/expected/minhash_attach.out. The probe plan of a table that is not a Citus
+  -- the expected output of a regression test. The probe plan of a table that is not a Citus
   -- table is made by simhash_internal.near_duplicates_probe_sql().)
   IF att.method = 'minhash' THEN
     RAISE EXCEPTION 'column "%" of "%" is attached with method ''minhash'': it has no probe plan of bands',
@@ -68,7 +68,7 @@ BEGIN
                           att.table_name, att.band_columns[1]);
   END IF;
   IF att.state = 'attaching' THEN
-    -- As a lookup refuses (src/attachment.rs, find): rows without a fingerprint would be missed.
+    -- As a lookup refuses: rows without a fingerprint would be missed.
     RAISE EXCEPTION 'column "%" of "%" is still being attached', att.text_column, att.table_name
       USING ERRCODE = '55000',
             DETAIL = 'simhash_attach_concurrently() has not finished: some rows have no fingerprint or band index yet.',
@@ -76,7 +76,7 @@ BEGIN
   END IF;
   -- Every fingerprint in the SQL below is cast to bigint: hamming() of another role's in the
   -- extension's schema with a closer signature (hamming(bigint, int) for a small literal) is never
-  -- chosen (docs/ARCHITECTURE.md section 13.2). Checks k as lookups do (22023), even when there is no
+  -- chosen. Checks k as lookups do (22023), even when there is no
   -- fingerprint to look up.
   PERFORM @extschema@.simhash_probes(0::bigint, k, nbands);
   IF fingerprint IS NULL THEN

@@ -63,7 +63,7 @@ BEGIN
   PERFORM set_config('lock_timeout', lock_timeout_ms || 'ms', true);
   BEGIN
     -- As the table's owner in a security-restricted operation, as simhash_attach() adds its columns
-    -- (docs/ARCHITECTURE.md section 13.3): the flag column has the primary key's type, which may be
+    -- likewise: the flag column has the primary key's type, which may be
     -- a domain of the owner's whose DEFAULT and CHECK constraints adding it evaluates.
     PERFORM simhash_internal.execute_as_owner(att.table_name,
       format('ALTER TABLE %s %s, ADD CONSTRAINT %I CHECK (%s) NOT VALID', att.table_name, columns,
@@ -112,7 +112,7 @@ BEGIN
     RAISE EXCEPTION 'simhash_attach_concurrently: "%" is a Citus table', table_name
       USING ERRCODE = '0A000', HINT = 'Attach it with simhash_attach(): Citus tables keep the offline attach.';
   END IF;
-  -- Attachment::bands_constraint_name (src/attachment.rs)
+  -- The bands constraint is named after the trigger (<trigger>$bands).
   IF octet_length(att.trigger_name || '$bands') > 63 THEN
     RAISE EXCEPTION 'simhash_attach_concurrently: column name "%" is too long for the name of constraint "%"',
       text_column, att.trigger_name || '$bands' USING ERRCODE = '42622', HINT = 'Attach it with simhash_attach(), or rename the column.';
@@ -247,7 +247,7 @@ DECLARE
 BEGIN
   -- Each table that holds rows, with the UPDATEs that fingerprint its rows: they write a placeholder
   -- into the fingerprint column of the rows that lack one, and the trigger, seeing the column
-  -- changed, computes the true value and the bands (src/write/trigger.rs): each row fingerprinted once, by
+  -- changed, computes the true value and the bands: each row fingerprinted once, by
   -- the same code as every write. statement does one range of blocks ($1 to $2, block numbers) and
   -- passes over the rows the application has locked (never waiting on it, it never deadlocks with
   -- it); sweep does the rows left, waiting for their locks.
@@ -281,7 +281,7 @@ DECLARE
 BEGIN
   -- The last step of an online attach: every row's bands agree with its fingerprint (a scan that takes
   -- SHARE UPDATE EXCLUSIVE, which no read or write waits for), and the trigger checks from its commit on.
-  -- As the table's owner in a security-restricted operation (docs/ARCHITECTURE.md section 13.3): validating a
+  -- As the table's owner in a security-restricted operation: validating a
   -- CHECK constraint evaluates it for every row as the current user, and between the steps of the
   -- attach the owner could have put an expression of its own under that name.
   PERFORM simhash_internal.execute_as_owner(table_name, format('ALTER TABLE %s VALIDATE CONSTRAINT %I', table_name,
@@ -314,7 +314,7 @@ CREATE VIEW simhash_attach_progress WITH (security_barrier) AS
                           NULLIF(p.rows_total, 0), 1) AS percent,
          p.started, p.updated
   FROM (SELECT q.*,
-               -- The call holds its session lock (src/online.rs, Job: advisory, field4 0x5349) while it
+               -- The call holds its session lock (advisory, objsubid 21321 = 0x5349) while it
                -- runs, and lets go of it when it returns or fails.
                EXISTS (SELECT FROM pg_catalog.pg_locks l
                        WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.pid OPERATOR(pg_catalog.=) q.pid
@@ -330,7 +330,7 @@ CREATE VIEW simhash_attach_progress WITH (security_barrier) AS
     AND (p.running
          OR EXISTS (SELECT FROM pg_catalog.pg_constraint k
                     WHERE k.conrelid OPERATOR(pg_catalog.=) p.table_name AND NOT k.convalidated
-                      -- Attachment::bands_constraint_name (src/attachment.rs)
+                      -- The bands constraint is named after the trigger (<trigger>$bands).
                       AND k.conname OPERATOR(pg_catalog.=) ('simhash_' OPERATOR(pg_catalog.||) p.text_column
                                                            OPERATOR(pg_catalog.||) '$bands')));
 GRANT SELECT ON simhash_attach_progress TO PUBLIC;

@@ -12,8 +12,9 @@
 # (issue 33): without SELECT every lookup, simhash_pairs and simhash_clusters is refused (42501);
 # with SELECT, and under row-level security on the distributed tables, they return the superuser's
 # results kept to the rows the role's own SELECT shows. Last, in a database of its own, a registry
-# attachment made by simhash_ext 0.3.0 (its frozen install script, put into the extension directory
-# for the test) through ALTER EXTENSION simhash_ext UPDATE on the coordinator.
+# attachment made by simhash_ext 0.3.0 (installed from the base install script, put into the
+# extension directory for the test, and the update scripts up to 0.3.0) through ALTER EXTENSION
+# simhash_ext UPDATE on the coordinator.
 #
 # Prints "skipped: ..." and exits 77 when Citus is not installed (docs/citus.md, Setup).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -1183,12 +1184,16 @@ expect "the roles are dropped on the coordinator and both workers" \
                              FROM run_command_on_workers(\$\$SELECT count(*) FROM pg_roles WHERE rolname LIKE 'guard\\_%'\$\$)")" "0 0 0"
 
 echo "-- a registry attachment made by 0.3.0, after ALTER EXTENSION simhash_ext UPDATE to the current version"
-# In a database of its own: simhash_ext 0.3.0 from its frozen install script (docs/ARCHITECTURE.md
-# §12.1), on the library installed now, as after installing a new version over 0.3.0 on every node.
+# In a database of its own: simhash_ext 0.3.0 from the base install script and the update scripts
+# up to 0.3.0 (docs/ARCHITECTURE.md §12.1), on the library installed now, as after installing a new
+# version over 0.3.0 on every node.
 UP_DB=simhash_up
 qu() { DB=$UP_DB qn "$@"; }
 TARGET=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$CITUS_EXTDIR/simhash_ext.control")
-install_extension_file "$ROOT/sql/simhash_ext--0.3.0.sql" simhash_ext--0.3.0.sql
+BASE=$(base_version)
+install_extension_file "$ROOT/sql/simhash_ext--$BASE.sql" "simhash_ext--$BASE.sql"
+[ "$BASE" == 0.3.0 ] || [ ! -e "$CITUS_EXTDIR/simhash_ext--0.3.0.sql" ] ||
+    fail "$CITUS_EXTDIR holds an install script of 0.3.0 (an older checkout's), which CREATE EXTENSION would run instead of the update scripts: install_extension (scripts/common.sh) removes it"
 citus_database "$UP_DB"
 qu "$COORDINATOR" -c "CREATE EXTENSION simhash_ext VERSION '0.3.0'"
 versions() {

@@ -1,5 +1,5 @@
 # Shared by the robustness tests (issue 4): each test sources this file, starts its own throwaway
-# server with start_server from scripts/common.sh on a port in 54340–54349, prints what it measures,
+# server with start_server from scripts/common.sh on a port in 54339–54349, prints what it measures,
 # and exits non-zero on the first failed check. The extension must already be installed
 # (scripts/test.sh installs the release build first; run.sh runs every test).
 

@@ -6,7 +6,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TESTS=("$@")
-((${#TESTS[@]})) || TESTS=(encodings limits upgrade dump_restore preload crash oom online_attach copy_pause hammer)
+((${#TESTS[@]})) || TESTS=(encodings limits upgrade old_library dump_restore preload crash oom online_attach copy_pause hammer)
 LOG_DIR=/tmp/simhash-robust-logs
 rm -rf "$LOG_DIR"
 mkdir -p "$LOG_DIR"

@@ -1,41 +1,59 @@
 #!/usr/bin/env bash
-# Upgrades (docs/ARCHITECTURE.md §12.1): for every frozen install script sql/simhash_ext--X.sql (the oldest first),
-# install version X, attach tables with data, ALTER EXTENSION simhash_ext UPDATE to the control file's
-# default version, and check that stored fingerprints, band columns, band indexes, trigger and
-# lookups agree with the new version, and that the updated extension's objects (functions with
-# their definitions, types, every member) are those of a fresh install of the new version.
-# When X is the default version itself, the frozen script is installed under the alias "X-frozen"
-# with an empty update script to X: the check then shows that sql/ matches what the code generates.
+# Upgrades (docs/ARCHITECTURE.md §12.1): for every version X before the control file's default version
+# that sql/ can install (its base install script's version, and each update script's target, the oldest
+# first), install version X from the base script and the update scripts up to X, attach tables with
+# data, ALTER EXTENSION simhash_ext UPDATE to the default version, and check that stored fingerprints,
+# band columns, band indexes, trigger and lookups agree with the new version, and that the updated
+# extension's objects (functions with their definitions, types, every member) are those of a fresh
+# install of the new version. The fresh install's functions name no file in their bodies.
+#
+# SIMHASH_UPGRADE_PACKAGE=DIR (`cargo pgrx package --out-dir DIR` output) runs a private copy of the
+# PostgreSQL in use that loads that build (scripts/common.sh private_postgres) instead of the
+# installed extension; SIMHASH_UPGRADE_PORT another port than 54343.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-PORT=54343
-DIR=/tmp/simhash-robust-upgrade
+PORT=${SIMHASH_UPGRADE_PORT:-54343}
+DIR=/tmp/simhash-robust-upgrade-$PORT
 EXTDIR=$("$PG_CONFIG" --sharedir)/extension
+if [ -n "${SIMHASH_UPGRADE_PACKAGE:-}" ]; then
+    # psql stays the one of $PG_CONFIG (lib.sh set $PSQL): the private copy has the server only.
+    private_postgres "$SIMHASH_UPGRADE_PACKAGE" "$DIR-pg"
+    EXTDIR=$DIR-pg$EXTDIR
+fi
 TARGET=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$EXTDIR/simhash_ext.control")
-mapfile -t BASES < <(cd "$ROOT/sql" && ls simhash_ext--*.sql | grep -v -- '--.*--' |
-    sed 's/^simhash_ext--//; s/\.sql$//' | sort -V)
 [ -n "$TARGET" ] || fail "no default_version in $EXTDIR/simhash_ext.control"
-((${#BASES[@]})) || fail "no frozen install script sql/simhash_ext--X.sql"
-measure "frozen versions (oldest first)" "${BASES[*]}"
+# The base install script beside the update scripts, and no install script of another old version
+# that CREATE EXTENSION ... VERSION would take instead of the update scripts.
+install_base_script "$EXTDIR"
+BASE=$(base_version)
+mapfile -t VERSIONS < <({
+    echo "$BASE"
+    (cd "$ROOT/sql" && ls simhash_ext--*--*.sql) | sed 's/^simhash_ext--.*--\(.*\)\.sql$/\1/'
+} | sort -uV | awk -v t="$TARGET" '$0 == t { exit } { print }')
+((${#VERSIONS[@]})) || fail "no version before $TARGET in sql/"
+[ "${VERSIONS[0]}" == "$BASE" ] || fail "sql/ has an update script to ${VERSIONS[0]}, older than its base script $BASE"
+measure "versions from the base script $BASE and the update scripts (oldest first)" "${VERSIONS[*]}"
 measure "target (default_version)" "$TARGET"
 
-created=()
 cleanup() {
     local rc=$?
     stop_server "$DIR"
-    ((${#created[@]})) && rm -f "${created[@]}"
-    [ $rc -ne 0 ] || rm -rf "$DIR"
+    [ $rc -ne 0 ] || rm -rf "$DIR" "$DIR-pg"
 }
 trap cleanup EXIT
-install_file() { # SOURCE_OR_EMPTY DEST
-    if [ ! -e "$2" ]; then created+=("$2"); fi
-    if [ -n "$1" ]; then cp "$1" "$2"; else : >"$2"; fi
-}
 
 start_server "$DIR" "$PORT"
 q postgres -c "CREATE DATABASE fresh" -c "CREATE DATABASE template_corpus"
 q fresh -c "CREATE EXTENSION simhash_ext" -c "CREATE EXTENSION amcheck"
 make_corpus template_corpus articles 20000
+
+# No function of the extension cites a file of the repository in its body: such a path says nothing
+# to the database's user and goes stale when the file moves (pgrx's C functions name their symbol).
+expect "fresh install of $TARGET: no function body names a file" \
+    "$(q fresh -c "SELECT coalesce(string_agg(p.oid::regprocedure::text, ', ' ORDER BY p.oid::regprocedure::text), 'none')
+                   FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+                   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_ext'
+                   WHERE p.prosrc ~ '(^|[^[:alnum:]_])(src|sql|docs|tests|bench|core|scripts|examples)/[[:alnum:]_./-]+|[[:alnum:]_]\\.(rs|md|sql|out|sh|py)([^[:alnum:]_]|\$)'")" none
 
 # The objects of the extension, as text: members, function definitions, types.
 objects() {
@@ -63,19 +81,11 @@ SQL
 
 near_dup_of_row1="(SELECT body || '！' FROM articles WHERE id = 1)"
 
-for version in "${BASES[@]}"; do
-    from=$version
-    if [ "$version" == "$TARGET" ]; then
-        from="$version-frozen"
-        install_file "$ROOT/sql/simhash_ext--$version.sql" "$EXTDIR/simhash_ext--$from.sql"
-        install_file "" "$EXTDIR/simhash_ext--$from--$version.sql"
-    else
-        install_file "$ROOT/sql/simhash_ext--$version.sql" "$EXTDIR/simhash_ext--$version.sql"
-    fi
+for version in "${VERSIONS[@]}"; do
     db=up_${version//./_}
     q postgres -c "CREATE DATABASE $db TEMPLATE template_corpus"
-    q "$db" -c "CREATE EXTENSION simhash_ext VERSION '$from'" -c "CREATE EXTENSION amcheck"
-    expect "$db: installed version $from" "$(q "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'simhash_ext'")" "$from"
+    q "$db" -c "CREATE EXTENSION simhash_ext VERSION '$version'" -c "CREATE EXTENSION amcheck"
+    expect "$db: installed version $version" "$(q "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'simhash_ext'")" "$version"
     t0=$(now_ms)
     q "$db" >/dev/null <<'SQL'
 SELECT simhash_attach('articles', 'body', on_duplicate => 'error',
@@ -96,14 +106,14 @@ CREATE TABLE before AS
   UNION ALL
   SELECT 'notes', code, note_simhash, $note_bands FROM notes;
 SQL
-    measure "$db: attach 20,000 + 3,000 rows with version $from (s)" "$(awk -v ms=$(($(now_ms) - t0)) 'BEGIN { printf "%.1f", ms / 1000 }')"
+    measure "$db: attach 20,000 + 3,000 rows with version $version (s)" "$(awk -v ms=$(($(now_ms) - t0)) 'BEGIN { printf "%.1f", ms / 1000 }')"
 
     # Between installing the new library and the update, the old SQL works with it: dedup, and (0.3.0
     # on) the event trigger, which renames an attached column through the old version's helper.
     if [ "$(q "$db" -c "SELECT to_regproc('simhash_pairs') IS NOT NULL")" = t ]; then
-        expect "$db: simhash_pairs of version $from answers with the new library" \
+        expect "$db: simhash_pairs of version $version answers with the new library" \
             "$(q "$db" -c "SELECT count(*) > 0 FROM simhash_pairs('notes')")" t
-        expect "$db: simhash_clusters of version $from answers with the new library" \
+        expect "$db: simhash_clusters of version $version answers with the new library" \
             "$(q "$db" -c "SELECT count(*) = (SELECT count(*) FROM notes) AND max(cluster_size) > 1 FROM simhash_clusters('notes')")" t
     fi
     # Attaching with the old version's SQL works too, and the trigger it makes rejects.
@@ -112,9 +122,9 @@ CREATE TABLE late (id int PRIMARY KEY, body text);
 INSERT INTO late SELECT id, body FROM articles WHERE id <= 200;
 SELECT simhash_attach('late', 'body', on_duplicate => 'error');
 SQL
-    expect "$db: an attach with version $from's SQL and the new library rejects a near-duplicate" \
+    expect "$db: an attach with version $version's SQL and the new library rejects a near-duplicate" \
         "$(sqlstate "$db" "INSERT INTO late VALUES (1000, (SELECT body || '！' FROM late WHERE id = 1))")" 23505
-    expect "$db: simhash_attachments() of version $from lists it" \
+    expect "$db: simhash_attachments() of version $version lists it" \
         "$(q "$db" -c "SELECT on_duplicate FROM simhash_attachments() WHERE table_name = 'late'::regclass")" error
     has_event_trigger=$(q "$db" -c "SELECT count(*) FROM pg_event_trigger WHERE evtname = 'simhash_ddl_command_start'")
     if [ "$has_event_trigger" = 1 ]; then
@@ -129,7 +139,7 @@ ALTER EVENT TRIGGER simhash_ddl_command_start DISABLE;
 ALTER TABLE broken DROP COLUMN body_band1;
 ALTER EVENT TRIGGER simhash_ddl_command_start ENABLE;
 SQL
-        expect "$db: RENAME COLUMN follows the attachment with version $from's SQL and the new library" \
+        expect "$db: RENAME COLUMN follows the attachment with version $version's SQL and the new library" \
             "$(q "$db" -c "SELECT text_column || ',' || fingerprint_column FROM simhash_attachments() WHERE table_name = 'renamed'::regclass")" \
             "content,content_simhash"
     fi

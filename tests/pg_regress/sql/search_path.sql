@@ -353,8 +353,9 @@ RESET client_min_messages;
 DROP ROLE regress_simhash_shadow_writer;
 
 -- ALTER EXTENSION simhash_ext UPDATE from 0.6.0 with the shadows first on search_path, in a
--- database of its own: 0.6.0 from its frozen install script (scripts/test.sh installs them), tables
--- attached by 0.6.0, then the update and the attachments at work after it.
+-- database of its own: 0.6.0 from the base install script and the update scripts up to 0.6.0
+-- (install_extension of scripts/common.sh puts the base script beside them), tables attached by
+-- 0.6.0, then the update and the attachments at work after it.
 \set regress_db :DBNAME
 CREATE DATABASE regress_simhash_search_path;
 \c regress_simhash_search_path
