@@ -1,6 +1,7 @@
-"""What planted huge rows cost other sessions (issue 49, attack 3): a victim's INSERT of a short
-text, its lookup, and simhash_pairs, on a table with and without rows of S MB whose fingerprint
-(SimHash) or signature (MinHash) equals the victim text's and whose text shares none of its words.
+"""What planted rows cost other sessions (issue 49, attack 3): a victim's INSERT of a short text,
+its lookup, and simhash_pairs, on a table with and without planted rows whose fingerprint (SimHash)
+or signature (MinHash) equals the victim text's and whose text shares none of its words: two rows of
+S MB each (--sizes), or N distinct rows of about 200 bytes (--many).
 
 The planted rows are written by the table's owner with the triggers off, their sketch column set to
 the victim text's: the worst an attacker can reach (an INSERT-only writer gets there with texts
@@ -8,7 +9,7 @@ built to collide). Each figure is taken on the plain table and on the planted on
 interleaved, in fresh backends; memory is the backend's peak resident set (VmHWM) after the
 measured statements minus before them.
 
-    BENCH_PORT=P python3 bench/huge_rows.py [--sizes 50,500] [--runs 30]
+    BENCH_PORT=P python3 bench/huge_rows.py [--sizes 50,500] [--many 1000,5000] [--runs 30]
 """
 
 import argparse
@@ -29,8 +30,9 @@ def hwm_kb(pid):
     return 0
 
 
-def setup(conn, method, size_mb):
-    name = f"huge_{method}_{size_mb}"
+def setup(conn, method, plant):
+    """The table of `method` with `plant` planted: None, ("huge", MB) or ("many", N)."""
+    name = f"huge_{method}" + (f"_{plant[0]}_{plant[1]}" if plant else "")
     with conn.cursor() as cur:
         cur.execute(f"DROP TABLE IF EXISTS {name}")
         cur.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, body text)")
@@ -40,17 +42,23 @@ def setup(conn, method, size_mb):
         cur.execute("SELECT fingerprint_column FROM simhash_attachments() WHERE table_name = %s::regclass",
                     (name,))
         column = cur.fetchone()[0]
-        if size_mb:
+        if plant:
             # The victim text's sketch, as the trigger computes it: from a row written and rolled back.
             cur.execute("BEGIN")
             cur.execute(f"INSERT INTO {name} VALUES (0, %s) RETURNING {column}", (VICTIM,))
             sketch = cur.fetchone()[0]
             cur.execute("ROLLBACK")
-            reps = size_mb * 1024 * 1024 // len(FILLER)
             cur.execute("SET session_replication_role = replica")
-            for i, rid in enumerate((1_000_001, 1_000_002)):
-                cur.execute(f"INSERT INTO {name} (id, body, {column}) VALUES (%s, repeat(%s, %s) || %s, %s)",
-                            (rid, FILLER, reps, f" planted {i}", sketch))
+            if plant[0] == "huge":
+                reps = plant[1] * 1024 * 1024 // len(FILLER)
+                for i, rid in enumerate((1_000_001, 1_000_002)):
+                    cur.execute(f"INSERT INTO {name} (id, body, {column}) VALUES (%s, repeat(%s, %s) || %s, %s)",
+                                (rid, FILLER, reps, f" planted {i}", sketch))
+            else:
+                # N distinct texts of about 200 bytes, none of the victim's words.
+                cur.execute(f"INSERT INTO {name} (id, body, {column}) SELECT 1000000 + g, "
+                            f"'planted ' || g || ' ' || repeat(%s, 5) || ' number ' || g * 13, %s "
+                            f"FROM generate_series(1, %s) g", (FILLER, sketch, plant[1]))
             cur.execute("RESET session_replication_role")
         cur.execute(f"ANALYZE {name}")
     return name
@@ -88,10 +96,12 @@ def measure(table, runs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="50,500")
+    ap.add_argument("--many", default="1000,5000")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    plants = [("huge", int(x)) for x in args.sizes.split(",") if x] + \
+             [("many", int(x)) for x in args.many.split(",") if x]
     conn = connect()
     with conn.cursor() as cur:
         cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'simhash_ext'")
@@ -100,17 +110,18 @@ def main():
         server = cur.fetchone()[0]
     rows = []
     for method in ("simhash", "minhash"):
-        plain = setup(conn, method, 0)
-        for size in sizes:
-            progress(f"{method}: planting 2 rows of {size} MB")
-            planted = setup(conn, method, size)
+        plain = setup(conn, method, None)
+        for plant in plants:
+            label = f"2 × {plant[1]} MB" if plant[0] == "huge" else f"{plant[1]:,} × 0.2 kB"
+            progress(f"{method}: planting {label}")
+            planted = setup(conn, method, plant)
             got = {plain: [], planted: []}
             for _ in range(args.rounds):  # interleaved
                 for table in (plain, planted):
                     got[table].append(measure(table, args.runs))
             best = {t: [min(r[i] for r in got[t]) for i in range(6)] for t in got}
             a, b = best[plain], best[planted]
-            rows.append([method, f"{size} MB",
+            rows.append([method, label,
                          f"{a[0]:.2f} ms", f"{b[0]:.2f} ms", f"{b[0] / a[0]:.2f}",
                          f"{a[1]:.2f} ms", f"{b[1]:.2f} ms",
                          f"{a[2] / 1024:.1f} MB", f"{b[2] / 1024:.1f} MB",
@@ -122,9 +133,9 @@ def main():
     header = ["method", "planted rows", "INSERT plain", "INSERT planted", "ratio", "lookup plain",
               "lookup planted", "memory plain", "memory planted", "pairs plain", "pairs planted",
               "pairs memory planted", "pairs found"]
-    text = (f"# Planted huge rows (bench/huge_rows.py)\n\nsimhash_ext {version}, PostgreSQL {server}; "
+    text = (f"# Planted rows (bench/huge_rows.py)\n\nsimhash_ext {version}, PostgreSQL {server}; "
             f"best of {args.rounds} interleaved rounds, each the median of {args.runs} INSERTs rolled "
-            f"back. Two planted rows of each size share the victim text's sketch and none of its words.\n\n"
+            f"back. The planted rows share the victim text's sketch and none of its words.\n\n"
             + md_table(header, rows) + "\n")
     print(text)
     write_result("huge_rows.md", text)

@@ -89,6 +89,35 @@ impl Text {
         result
     }
 
+    /// Gives `f` at most the first `max` bytes of the non-NULL text datum `datum`, cut back to a
+    /// character boundary of the server encoding: a toasted text longer than that is read as a slice
+    /// (PostgreSQL decompresses a pglz value only as far as the slice needs), freed on return.
+    ///
+    /// # Safety
+    /// As [`Text::from_raw_datum`].
+    pub unsafe fn with_prefix<R>(datum: pg_sys::Datum, max: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        let size = unsafe { pg_sys::toast_raw_datum_size(datum) }.saturating_sub(pg_sys::VARHDRSZ);
+        if size <= max {
+            return unsafe { Text::with_bytes(datum, f) };
+        }
+        let max = max.min(i32::MAX as usize) as i32;
+        let slice = unsafe { pg_sys::pg_detoast_datum_slice(datum.cast_mut_ptr(), 0, max) };
+        let text = Text(slice);
+        let bytes = text.bytes();
+        let keep =
+            unsafe { pg_sys::pg_mbcliplen(bytes.as_ptr().cast(), bytes.len() as i32, bytes.len() as i32) };
+        let mut keep = (keep.max(0) as usize).min(bytes.len());
+        if server_encoding() == SQL_ASCII {
+            // Bytes without an encoding: UTF-8 is what a text is read as, so no character is cut.
+            keep = utf8_boundary(&bytes[..keep]);
+        }
+        let result = f(&bytes[..keep]);
+        if slice != datum.cast_mut_ptr::<pg_sys::varlena>() {
+            unsafe { pg_sys::pfree(slice.cast()) };
+        }
+        result
+    }
+
     /// The bytes of the text, in the server encoding.
     pub fn bytes(&self) -> &[u8] {
         unsafe {
@@ -103,6 +132,26 @@ impl Text {
     pub fn to_utf8(&self) -> Utf8<'_> {
         server_to_utf8(self.bytes())
     }
+}
+
+/// The length of `bytes` without a UTF-8 sequence cut short at its end.
+pub fn utf8_boundary(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    // The last lead byte (not 0b10xxxxxx) among the last four bytes, and the length it announces.
+    for back in 1..=n.min(4) {
+        let b = bytes[n - back];
+        if b & 0xC0 == 0x80 {
+            continue;
+        }
+        let need = match b {
+            0x00..=0x7F => 1,
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            _ => 4,
+        };
+        return if back < need { n - back } else { n };
+    }
+    n
 }
 
 /// A text as UTF-8: borrowed from PostgreSQL memory when it already is UTF-8, else converted once

@@ -40,6 +40,26 @@ pub const DEFAULT_SIMHASH_THRESHOLD: f64 = 0.4;
 /// passed over with probability below 10⁻⁵, and the many weak candidates are never read.
 pub const ESTIMATE_MARGIN: f64 = 0.2;
 
+/// The most bytes (UTF-8) of a text that verification reads: the measure is the Jaccard similarity of
+/// the shingle sets of the two texts' first `VERIFY_PREFIX_BYTES` bytes (cut back to a character
+/// boundary). It bounds the work a row can make another session's check, lookup or dedup do (issue
+/// 49): a text of 1 GB is read as its first MiB. Texts at most this long (every text of the accuracy
+/// sets) are verified whole.
+pub const VERIFY_PREFIX_BYTES: usize = 1 << 20;
+
+/// The part of `text` that verification reads: its first [`VERIFY_PREFIX_BYTES`] bytes, cut back to
+/// a character boundary.
+pub fn verified_prefix(text: &str) -> &str {
+    if text.len() <= VERIFY_PREFIX_BYTES {
+        return text;
+    }
+    let mut end = VERIFY_PREFIX_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// The fewest hashes collected before repeats are dropped (512 kB).
 const COMPACT_AT: usize = 64 * 1024;
 
@@ -75,9 +95,9 @@ impl DistinctHashes {
 pub struct Shingles(Vec<u64>);
 
 impl Shingles {
-    /// The shingle set of `text` with `options` (only the options that decide the shingles count:
-    /// tokenizer, shingle, stop words, fold; `k` is ignored), calling `interrupt` between chunks;
-    /// reports a process short of memory instead of going on.
+    /// The shingle set of `text`'s [`verified_prefix`] with `options` (only the options that decide
+    /// the shingles count: tokenizer, shingle, stop words, fold; `k` is ignored), calling `interrupt`
+    /// between chunks; reports a process short of memory instead of going on.
     pub fn of(
         text: &str,
         options: &MinHashOptions,
@@ -85,7 +105,9 @@ impl Shingles {
         interrupt: &mut dyn FnMut(),
     ) -> Result<Shingles, OutOfMemory> {
         let mut set = DistinctHashes::default();
-        try_for_each_shingle(text, options, chunking, interrupt, |s| set.push(s))?;
+        try_for_each_shingle(verified_prefix(text), options, chunking, interrupt, |s| {
+            set.push(s)
+        })?;
         set.compact();
         Ok(Shingles(set.hashes))
     }
@@ -238,10 +260,12 @@ mod tests {
     }
 
     #[test]
-    fn a_repeated_text_is_the_set_of_one_copy() {
+    fn a_repeated_text_is_the_set_of_two_copies() {
         let options = MinHashOptions::default();
         let one = "The quick brown fox jumps over the lazy dog near the river bank. ";
-        let many = one.repeat(20_000);
+        // 650 kB: within the prefix verification reads.
+        let many = one.repeat(10_000);
+        assert!(many.len() <= VERIFY_PREFIX_BYTES);
         let twice = one.repeat(2);
         assert_eq!(
             Shingles::of_text(&many, &options),
@@ -268,6 +292,35 @@ mod tests {
             ..Options::default()
         });
         assert!(similarity(t[3], t[4], &unfolded) < 1.0);
+    }
+
+    #[test]
+    fn the_prefix_ends_at_a_character_boundary() {
+        let short = "é".repeat(1000);
+        assert_eq!(verified_prefix(&short), short);
+        // One ASCII byte, then two-byte characters: the cap falls inside a character.
+        let long = format!("a{}", "é".repeat(VERIFY_PREFIX_BYTES / 2 + 10));
+        let p = verified_prefix(&long);
+        assert_eq!(p.len(), VERIFY_PREFIX_BYTES - 1);
+        assert!(long.starts_with(p));
+    }
+
+    #[test]
+    fn a_long_text_is_verified_on_its_prefix() {
+        let o = MinHashOptions::default();
+        // Distinct words past the cap: the two texts differ only after their first MiB.
+        let base: String = (0..VERIFY_PREFIX_BYTES / 6).map(|i| format!("w{i} ")).collect();
+        assert!(base.len() > VERIFY_PREFIX_BYTES);
+        let a = format!("{base}the first ending of this text");
+        let b = format!("{base}another ending altogether, longer than the first");
+        assert_eq!(similarity(&a, &b, &o), 1.0);
+        let mut expected = reference_shingle_hashes(verified_prefix(&a), &o, Chunking::default());
+        expected.sort_unstable();
+        expected.dedup();
+        assert_eq!(Shingles::of_text(&a, &o).hashes(), &expected[..]);
+        // A text within the cap is read whole.
+        let c = &base[..VERIFY_PREFIX_BYTES / 2];
+        assert!(similarity(c, &format!("{c} and more words here"), &o) < 1.0);
     }
 
     #[test]

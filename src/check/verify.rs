@@ -11,7 +11,7 @@ use std::cell::{OnceCell, RefCell};
 
 use pgrx::prelude::*;
 use simhash_core::minhash::MinHashOptions;
-use simhash_core::verify::Shingles;
+use simhash_core::verify::{Shingles, VERIFY_PREFIX_BYTES};
 
 use crate::attachment::Attachment;
 use crate::catalog::{attnum_of, relation_name};
@@ -87,7 +87,7 @@ impl Verifier {
                     .take()
                     .expect("the query text is read once");
                 query().map(|text| {
-                    self.query_bytes.set(text.len());
+                    self.query_bytes.set(text.len().min(VERIFY_PREFIX_BYTES));
                     self.shingles_of(&text)
                 })
             })
@@ -113,15 +113,16 @@ impl Verifier {
     pub unsafe fn passes_datum(&self, text: Option<pg_sys::Datum>) -> Option<f64> {
         let q = self.query_shingles()?;
         let d = text?;
-        // Bounded work per candidate (issue 49): a candidate whose text is far longer than the text
-        // checked is no near-duplicate, decided from its stored size without reading it (see
-        // `candidate_bound`). Its bytes are read leniently: a text that is not valid UTF-8 (only a
-        // SQL_ASCII database holds one) is another row's, and an error must not describe it.
-        if pg_sys::toast_raw_datum_size(d) > candidate_bound(self.query_bytes.get(), self.threshold) {
+        // Bounded work per candidate (issue 49): verification reads the first VERIFY_PREFIX_BYTES of
+        // each text, and a candidate whose prefix is far longer than the text checked is no
+        // near-duplicate, decided from its stored size without reading it (see `candidate_bound`).
+        // Its bytes are read leniently: a text that is not valid UTF-8 (only a SQL_ASCII database
+        // holds one) is another row's, and an error must not describe it.
+        let size = pg_sys::toast_raw_datum_size(d).min(VERIFY_PREFIX_BYTES);
+        if size > candidate_bound(self.query_bytes.get(), self.threshold) {
             return None;
         }
-        let text = Text::from_raw_datum(d);
-        let text = crate::text::server_to_utf8_lossy(text.bytes());
+        let text = Text::with_prefix(d, VERIFY_PREFIX_BYTES, crate::text::server_to_utf8_lossy);
         let s = q.jaccard(&self.shingles_of(&text));
         self.reaches(s).then_some(s)
     }
@@ -178,9 +179,10 @@ impl Verifier {
     }
 }
 
-/// The most bytes (as stored, uncompressed) of a candidate's text that a verification against a
-/// text of `query_bytes` bytes reads: 64 KiB, or 8 / `threshold` times the text checked if more.
-/// Beyond it the candidate is not a near-duplicate. Why that loses nothing but texts that repeat
+/// The most bytes (as stored, uncompressed, at most VERIFY_PREFIX_BYTES: the part verification
+/// reads) of a candidate's text that a verification against a text of `query_bytes` bytes (also at
+/// most that) reads: 64 KiB, or 8 / `threshold` times the text checked if more. Beyond it the
+/// candidate is not a near-duplicate. Why that loses nothing but texts that repeat
 /// themselves: a Jaccard similarity J of shingle sets A and B is at most |A| / |B|, so a candidate
 /// that reaches the threshold has at most |A| / threshold distinct shingles; one with 8 / threshold
 /// times the bytes of the text checked has that few only if it repeats its shingles many times over.
@@ -222,7 +224,10 @@ pub unsafe fn judge_found(
     Some((similarity, dirty.certain_given(depends, table, (*slot).tts_tid)))
 }
 
-/// A non-NULL text datum as UTF-8.
+/// The part of a non-NULL text datum that verification reads (its first VERIFY_PREFIX_BYTES), as
+/// UTF-8.
 pub unsafe fn text_of(datum: pg_sys::Datum) -> String {
-    Text::from_raw_datum(datum).to_utf8().to_string()
+    Text::with_prefix(datum, VERIFY_PREFIX_BYTES, |b| {
+        crate::text::server_to_utf8(b).to_string()
+    })
 }

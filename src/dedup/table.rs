@@ -184,12 +184,27 @@ impl Locator {
     }
 }
 
-/// The text column of `table` as UTF-8 bytes (any text type; pgrx reads `text` as UTF-8 only).
+/// The part of the text column of `table` that verification reads, as UTF-8 bytes (any text type;
+/// pgrx reads `text` as UTF-8 only): its first VERIFY_PREFIX_BYTES characters, which hold the first
+/// VERIFY_PREFIX_BYTES bytes of UTF-8 that [`verified_text`] keeps. A toasted text is read only as
+/// far as that (PostgreSQL decompresses a slice of a pglz value).
 fn text_sql(table: &Table) -> String {
     format!(
-        "pg_catalog.convert_to(t.{}::pg_catalog.text, 'UTF8')",
-        pgrx::spi::quote_identifier(&table.att.text_column)
+        "pg_catalog.convert_to(pg_catalog.substr(t.{}::pg_catalog.text, 1, {}), 'UTF8')",
+        pgrx::spi::quote_identifier(&table.att.text_column),
+        simhash_core::verify::VERIFY_PREFIX_BYTES
     )
+}
+
+/// A candidate's text as verification reads it: its first VERIFY_PREFIX_BYTES bytes of UTF-8, no
+/// character cut (as `Text::with_prefix` reads a datum), read leniently.
+fn verified_text(mut bytes: Vec<u8>) -> String {
+    let cap = simhash_core::verify::VERIFY_PREFIX_BYTES;
+    if bytes.len() > cap {
+        bytes.truncate(cap);
+        bytes.truncate(crate::text::utf8_boundary(&bytes));
+    }
+    utf8_key(bytes)
 }
 
 /// Hands `found` the text of each of `rows` (indexes into `locators`) that is there and not NULL,
@@ -238,7 +253,7 @@ pub fn texts_by_ctid(
                 continue;
             };
             if let Some(text) = row.get::<Vec<u8>>(2).ok().flatten() {
-                found(r, &utf8_key(text));
+                found(r, &verified_text(text));
             }
         }
         // The tuple table would stay until SPI_finish: free each batch's texts.
@@ -277,7 +292,7 @@ pub fn texts_by_key(
             continue;
         };
         if let Some(text) = row.get::<Vec<u8>>(2).ok().flatten() {
-            found(r, &utf8_key(text));
+            found(r, &verified_text(text));
         }
     }
     unsafe { pg_sys::SPI_freetuptable(pg_sys::SPI_tuptable) };

@@ -221,6 +221,15 @@ unsafe fn check_from(start: usize) {
         }
         groups
     });
+    // Each row's place in the statement, across its tables (the partitions of one attached table
+    // are groups of their own): a row is checked against the rows written before it, wherever they
+    // went, and never against those written after it (they report the pair).
+    let mut order: HashMap<(u32, (u16, u16, u16)), usize> = HashMap::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        order
+            .entry((groups[r.group].relid.to_u32(), tid_key(&r.tid)))
+            .or_insert(i);
+    }
     for (at, group) in groups.iter().enumerate() {
         let mine: Vec<(Option<u64>, pg_sys::ItemPointerData, bool)> = rows
             .iter()
@@ -242,7 +251,7 @@ unsafe fn check_from(start: usize) {
             {
                 check_group(rel, group, &rows)
             }
-            _ => check_rows(rel, group, &mine),
+            _ => check_rows(rel, group, &mine, &order),
         }
         pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     }
@@ -250,24 +259,22 @@ unsafe fn check_from(start: usize) {
 
 /// Checks the rows `mine` of one group one by one, in the order written (a partition's, a scoped
 /// attachment's, MinHash's): each against every row of the attached table but itself and the
-/// group's rows written after it (`crate::write::written::check_written_row`).
+/// statement's rows written after it, in any table (`order`: each row's place in the statement;
+/// `crate::write::written::check_written_row`).
 unsafe fn check_rows(
     rel: pg_sys::Relation,
     group: &Group,
     mine: &[(Option<u64>, pg_sys::ItemPointerData, bool)],
+    order: &HashMap<(u32, (u16, u16, u16)), usize>,
 ) {
-    let relid = (*rel).rd_id;
-    let order: HashMap<(u16, u16, u16), usize> = mine
-        .iter()
-        .enumerate()
-        .map(|(i, (_, tid, _))| (tid_key(tid), i))
-        .collect();
+    let relid = (*rel).rd_id.to_u32();
     let slot = pg_sys::table_slot_create(rel, std::ptr::null_mut());
     let ext_schema = || group.ext_schema.clone();
-    for (i, &(_, tid, check)) in mine.iter().enumerate() {
+    for &(_, tid, check) in mine {
         if !check {
             continue;
         }
+        let i = order.get(&(relid, tid_key(&tid))).copied().unwrap_or(usize::MAX);
         let mut tid = tid;
         // The row is this transaction's own, written by this statement.
         if !pg_sys::table_tuple_fetch_row_version(
@@ -281,7 +288,9 @@ unsafe fn check_rows(
         let mut should_free = false;
         let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, true, &mut should_free);
         let later = |table: pg_sys::Oid, found: *mut pg_sys::TupleTableSlot| {
-            table == relid && order.get(&tid_key(&(*found).tts_tid)).is_some_and(|&j| j > i)
+            order
+                .get(&(table.to_u32(), tid_key(&(*found).tts_tid)))
+                .is_some_and(|&j| j > i)
         };
         crate::write::written::check_written_row(rel, &group.setup, &ext_schema, tuple, &later);
         if should_free {

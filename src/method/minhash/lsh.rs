@@ -101,13 +101,16 @@ unsafe fn plan_of(probe: &Probe) -> pg_sys::SPIPlanPtr {
     } else {
         "t.tableoid, t.ctid"
     };
-    // Verified, each row's text last (text, varchar or char: cast to text).
+    // Verified, each row's text (text, varchar or char: cast to text).
     let text = match probe.verifier {
         Some(_) => format!(", t.{}::pg_catalog.text", quote(&att.text_column)),
         None => String::new(),
     };
+    // Then the row's columns, each as stored: a toasted value stays a pointer until the row is
+    // accepted and made a composite (`row_of`). Selecting the whole row `t` would make one of every
+    // candidate, reading every toasted value of rows verification then turns down (issue 49).
     let sql = format!(
-        "SELECT {place}, t.{fp}{scope}, t{text} FROM {only}{} t \
+        "SELECT {place}, t.{fp}{scope}{text}, t.* FROM {only}{} t \
          WHERE t.{lsh} OPERATOR(pg_catalog.&&) $1",
         qualified_name_of(probe.relid)
     );
@@ -160,9 +163,11 @@ pub unsafe fn matches(probe: &Probe, snapshot: Option<pg_sys::Snapshot>) -> Vec<
     run_probe(probe, snapshot);
     let table = &*pg_sys::SPI_tuptable;
     let rows = std::slice::from_raw_parts(table.vals, pg_sys::SPI_processed as usize);
+    // The table's row type, for the rows accepted (in SPI's memory, freed with it).
+    let rowtype = pg_sys::lookup_rowtype_tupdesc_copy(pg_sys::get_rel_type_id(probe.relid), -1);
     let mut found: Vec<Match> = rows
         .iter()
-        .filter_map(|&row| match_of(probe, row, table.tupdesc))
+        .filter_map(|&row| match_of(probe, row, table.tupdesc, rowtype))
         .collect();
     pg_sys::SPI_finish();
     found.sort_by(|a, b| {
@@ -203,10 +208,17 @@ unsafe fn run_probe(probe: &Probe, snapshot: Option<pg_sys::Snapshot>) {
 }
 
 /// The match a row of the probe's query is (table, ctid, signature, then the scope value with a
-/// scope, then the whole row), or None when it has no signature, does not reach the threshold or
-/// is out of scope.
-unsafe fn match_of(probe: &Probe, row: pg_sys::HeapTuple, desc: pg_sys::TupleDesc) -> Option<Match> {
-    let (scope_col, row_col) = (4, if probe.scope.is_some() { 5 } else { 4 });
+/// scope, the text when verified, then the row's columns), or None when it has no signature, does
+/// not reach the threshold or is out of scope; its row a composite of type `rowtype`.
+unsafe fn match_of(
+    probe: &Probe,
+    row: pg_sys::HeapTuple,
+    desc: pg_sys::TupleDesc,
+    rowtype: pg_sys::TupleDesc,
+) -> Option<Match> {
+    let scope_col = 4;
+    let text_col = if probe.scope.is_some() { 5 } else { 4 };
+    let first_col = text_col + i32::from(probe.verifier.is_some());
     let mut null = false;
     let relid = pg_sys::Oid::from(pg_sys::SPI_getbinval(row, desc, 1, &mut null).value() as u32);
     let tid = *pg_sys::SPI_getbinval(row, desc, 2, &mut null).cast_mut_ptr::<pg_sys::ItemPointerData>();
@@ -228,17 +240,43 @@ unsafe fn match_of(probe: &Probe, row: pg_sys::HeapTuple, desc: pg_sys::TupleDes
     }
     let similarity = match probe.verifier {
         Some(v) => {
-            let text = pg_sys::SPI_getbinval(row, desc, row_col + 1, &mut null);
+            let text = pg_sys::SPI_getbinval(row, desc, text_col, &mut null);
             v.passes_datum((!null).then_some(text))?
         }
         None => minhash::similarity(probe.signature, &stored).unwrap_or_else(|e| corrupt(&e.to_string())),
     };
-    let value = pg_sys::SPI_getbinval(row, desc, row_col, &mut null);
-    let row = Some(pg_sys::SPI_datumTransfer(value, false, -1));
+    let row = Some(row_of(row, desc, first_col, rowtype));
     Some(Match {
         table: relid,
         tid,
         similarity,
         row,
     })
+}
+
+/// The composite of type `rowtype` (a table's row type) whose columns are those of `row` from
+/// column `first` on (the table's columns but the dropped ones, in order), toasted values read in,
+/// copied out of SPI's memory.
+unsafe fn row_of(
+    row: pg_sys::HeapTuple,
+    desc: pg_sys::TupleDesc,
+    first: i32,
+    rowtype: pg_sys::TupleDesc,
+) -> pg_sys::Datum {
+    let natts = (*rowtype).natts as usize;
+    let mut values = vec![pg_sys::Datum::from(0usize); natts];
+    let mut nulls = vec![true; natts];
+    let mut col = first;
+    for i in 0..natts {
+        if crate::catalog::attribute(rowtype, i as i32 + 1).attisdropped {
+            continue;
+        }
+        let mut null = false;
+        values[i] = pg_sys::SPI_getbinval(row, desc, col, &mut null);
+        nulls[i] = null;
+        col += 1;
+    }
+    let tuple = pg_sys::heap_form_tuple(rowtype, values.as_mut_ptr(), nulls.as_mut_ptr());
+    let datum = pg_sys::heap_copy_tuple_as_datum(tuple, rowtype);
+    pg_sys::SPI_datumTransfer(datum, false, -1)
 }
