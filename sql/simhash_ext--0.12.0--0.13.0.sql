@@ -2,7 +2,8 @@
 -- objects in it (issue 49, docs/ARCHITECTURE.md section 13). Every update script from this one on
 -- ends with SELECT simhash_internal.warn_on_schema_grants(), so that ALTER EXTENSION ... UPDATE warns
 -- as CREATE EXTENSION does. The functions whose comments named a file of the repository are
--- re-created with comments that say what the code does; only their comments change.
+-- re-created with comments that say what the code does; only their comments change. simhash_detach
+-- refuses while a partition is still being detached.
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.13.0'" to load this file. \quit
 
 CREATE FUNCTION simhash_internal.warn_on_schema_grants()
@@ -902,5 +903,67 @@ BEGIN
 END
 $$;
 -- End of the comments without file paths.
+
+-- simhash_detach refuses (55000) while a partition is left pending by a cancelled DETACH PARTITION
+-- ... CONCURRENTLY: the parent's DROP COLUMN does not reach it.
+CREATE OR REPLACE FUNCTION simhash_detach(table_name regclass, text_column name DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
+  names record;
+  dropped text;
+  pending record;
+BEGIN
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
+                                        AND t.tgparentid <> 0) THEN
+    RAISE EXCEPTION 'simhash_detach: "%" is a partition of attached table "%"', table_name, pg_partition_root(table_name)
+      USING ERRCODE = '42809', HINT = format('Detach %s: that removes everything from its partitions too.',
+                                             pg_partition_root(table_name));
+  END IF;
+  -- A partition left pending by a cancelled DETACH PARTITION ... CONCURRENTLY is not reached by the
+  -- parent's DROP COLUMN: it would keep the columns. Refused until that detach is finished.
+  WITH RECURSIVE tree(relid) AS (
+    SELECT att.table_name::oid
+    UNION ALL
+    SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid
+  )
+  SELECT i.inhrelid::regclass AS partition, i.inhparent::regclass AS parent INTO pending
+  FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid
+  WHERE i.inhdetachpending
+  ORDER BY i.inhrelid
+  LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'simhash_detach: partition "%" of "%" is still being detached', pending.partition, pending.parent
+      USING ERRCODE = '55000',
+            HINT = format('Finish that first: ALTER TABLE %s DETACH PARTITION %s FINALIZE;', pending.parent, pending.partition);
+  END IF;
+  SELECT * INTO names FROM simhash_internal.object_names(att.table_name, att.text_column);
+  IF (SELECT d.method FROM simhash_internal.distribution(att.table_name) d) IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
+  IF att.registry THEN
+    PERFORM simhash_internal.detach_registry(att::@extschema@.simhash_attachment);
+  END IF;
+  -- On a partitioned table the trigger's clones and the partitions' columns and indexes go too.
+  EXECUTE format('DROP TRIGGER %I ON %s', att.trigger_name, att.table_name);
+  IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = names.check_trigger_name) THEN
+    EXECUTE format('DROP TRIGGER %I ON %s', names.check_trigger_name, att.table_name);
+  END IF;
+  -- Whatever is left of the columns the attach added: one of them may have been dropped by hand
+  -- (while the event trigger was disabled, or before 0.4.0 refused it).
+  SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attname = att.fingerprint_column, a.attnum)
+  INTO dropped
+  FROM pg_attribute a
+  WHERE a.attrelid = att.table_name AND a.attnum > 0 AND NOT a.attisdropped
+    AND a.attname = ANY (att.fingerprint_column || att.band_columns || att.flag_column
+                         || CASE WHEN att.registry THEN names.registered_column::name END);
+  IF dropped IS NOT NULL THEN
+    EXECUTE format('ALTER TABLE %s %s', att.table_name, dropped);
+  END IF;
+END
+$$;
 
 SELECT simhash_internal.warn_on_schema_grants();

@@ -548,12 +548,30 @@ DECLARE
   att @extschema@.simhash_attachment := simhash_internal.find_attachment(table_name, text_column);
   names record;
   dropped text;
+  pending record;
 BEGIN
   IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = att.table_name AND t.tgname = att.trigger_name
                                         AND t.tgparentid <> 0) THEN
     RAISE EXCEPTION 'simhash_detach: "%" is a partition of attached table "%"', table_name, pg_partition_root(table_name)
       USING ERRCODE = '42809', HINT = format('Detach %s: that removes everything from its partitions too.',
                                              pg_partition_root(table_name));
+  END IF;
+  -- A partition left pending by a cancelled DETACH PARTITION ... CONCURRENTLY is not reached by the
+  -- parent's DROP COLUMN: it would keep the columns. Refused until that detach is finished.
+  WITH RECURSIVE tree(relid) AS (
+    SELECT att.table_name::oid
+    UNION ALL
+    SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid
+  )
+  SELECT i.inhrelid::regclass AS partition, i.inhparent::regclass AS parent INTO pending
+  FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid
+  WHERE i.inhdetachpending
+  ORDER BY i.inhrelid
+  LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'simhash_detach: partition "%" of "%" is still being detached', pending.partition, pending.parent
+      USING ERRCODE = '55000',
+            HINT = format('Finish that first: ALTER TABLE %s DETACH PARTITION %s FINALIZE;', pending.parent, pending.partition);
   END IF;
   SELECT * INTO names FROM simhash_internal.object_names(att.table_name, att.text_column);
   IF (SELECT d.method FROM simhash_internal.distribution(att.table_name) d) IS NOT NULL THEN
