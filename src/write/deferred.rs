@@ -224,12 +224,19 @@ unsafe fn check_from(start: usize) {
     // Each row's place in the statement, across its tables (the partitions of one attached table
     // are groups of their own): a row is checked against the rows written before it, wherever they
     // went, and never against those written after it (they report the pair).
-    let mut order: HashMap<(u32, (u16, u16, u16)), usize> = HashMap::with_capacity(rows.len());
-    for (i, r) in rows.iter().enumerate() {
-        order
-            .entry((groups[r.group].relid.to_u32(), tid_key(&r.tid)))
-            .or_insert(i);
-    }
+    // Made on the first group checked row by row: a bulk INSERT checked in one pass never needs it.
+    let order = std::cell::OnceCell::new();
+    let order = || {
+        order.get_or_init(|| {
+            let mut order: HashMap<(u32, (u16, u16, u16)), usize> = HashMap::with_capacity(rows.len());
+            for (i, r) in rows.iter().enumerate() {
+                order
+                    .entry((groups[r.group].relid.to_u32(), tid_key(&r.tid)))
+                    .or_insert(i);
+            }
+            order
+        })
+    };
     for (at, group) in groups.iter().enumerate() {
         let mine: Vec<(Option<u64>, pg_sys::ItemPointerData, bool)> = rows
             .iter()
@@ -251,7 +258,7 @@ unsafe fn check_from(start: usize) {
             {
                 check_group(rel, group, &rows)
             }
-            _ => check_rows(rel, group, &mine, &order),
+            _ => check_rows(rel, group, &mine, order()),
         }
         pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     }

@@ -163,6 +163,10 @@ pub unsafe fn matches(probe: &Probe, snapshot: Option<pg_sys::Snapshot>) -> Vec<
     run_probe(probe, snapshot);
     let table = &*pg_sys::SPI_tuptable;
     let rows = std::slice::from_raw_parts(table.vals, pg_sys::SPI_processed as usize);
+    if rows.is_empty() {
+        pg_sys::SPI_finish();
+        return Vec::new();
+    }
     // The table's row type, for the rows accepted (in SPI's memory, freed with it).
     let rowtype = pg_sys::lookup_rowtype_tupdesc_copy(pg_sys::get_rel_type_id(probe.relid), -1);
     let mut found: Vec<Match> = rows
