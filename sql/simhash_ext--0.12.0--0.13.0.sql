@@ -3,7 +3,8 @@
 -- ends with SELECT simhash_internal.warn_on_schema_grants(), so that ALTER EXTENSION ... UPDATE warns
 -- as CREATE EXTENSION does. The functions whose comments named a file of the repository are
 -- re-created with comments that say what the code does; only their comments change. simhash_detach
--- refuses while a partition is still being detached.
+-- refuses while a partition is still being detached. Citus tables scoped by their distribution
+-- column get the check trigger, so their shards check each write after it, with no keys (issue 48).
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.13.0'" to load this file. \quit
 
 CREATE FUNCTION simhash_internal.warn_on_schema_grants()
@@ -965,5 +966,88 @@ BEGIN
   END IF;
 END
 $$;
+
+-- A Citus table attached with scope => its distribution column has the check trigger too: its
+-- shards' writes are checked after they are written, with no keys (issue 48). create_triggers()
+-- makes it on the distributed table, and Citus makes it on every shard.
+CREATE OR REPLACE FUNCTION simhash_internal.create_triggers(table_name regclass, args bytea, kind "char", dist_method "char")
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  d record;
+  names record;
+  arg_list text := (SELECT string_agg(quote_literal(a), ', ') FROM unnest(simhash_internal.trigger_args(args)) a);
+  unsafe_triggers text;
+BEGIN
+  -- The triggers of the attachment that trigger arguments args record, on table_name of relkind
+  -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
+  -- simhash_trigger() before each row write, and in every mode that checks (not on the registry,
+  -- checked on the coordinator) simhash_check_trigger(), which checks each written row after its
+  -- write, at the end of its statement; Citus makes both on every shard of a distributed table.
+  SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
+  SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
+  IF dist_method IS NOT NULL THEN
+    -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
+    -- these triggers read nothing but their own shard.
+    unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+  END IF;
+  EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
+                 names.trigger_name, table_name, arg_list);
+  IF d.on_duplicate <> 'none' AND kind IN ('r', 'p') AND NOT d.registry THEN
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                   names.check_trigger_name, table_name, arg_list);
+  END IF;
+  IF dist_method IS NOT NULL THEN
+    PERFORM set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+  END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_internal.create_triggers(regclass, bytea, "char", "char") IS
+  'Creates the triggers of an attachment (simhash_trigger(), and simhash_check_trigger() where it applies)';
+
+-- The attachments of Citus tables made before get it, on the coordinator (Citus sends it to every
+-- shard), enabled as the attachment's trigger is; a worker's shards get theirs from there.
+DO $upgrade$
+DECLARE
+  t record;
+  d record;
+  names record;
+  arg_list text;
+  unsafe_triggers text := pg_catalog.current_setting('citus.enable_unsafe_triggers', true);
+BEGIN
+  IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL
+     OR pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
+    RETURN;
+  END IF;
+  FOR t IN EXECUTE
+    'SELECT g.tgrelid::pg_catalog.regclass AS table_name, g.tgargs, g.tgenabled
+     FROM pg_catalog.pg_trigger g JOIN pg_catalog.pg_dist_partition p ON p.logicalrelid = g.tgrelid
+     WHERE g.tgfoid = ''@extschema@.simhash_trigger()''::pg_catalog.regprocedure AND g.tgparentid = 0
+       AND p.partmethod = ''h''
+       AND (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l) = 0'
+  LOOP
+    SELECT * INTO d FROM simhash_internal.decode_attachment(t.tgargs);
+    CONTINUE WHEN d.on_duplicate = 'none' OR d.registry;
+    SELECT * INTO names FROM simhash_internal.object_names(t.table_name, d.text_column);
+    CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.pg_trigger g
+                          WHERE g.tgrelid = t.table_name AND g.tgname = names.check_trigger_name);
+    arg_list := (SELECT pg_catalog.string_agg(pg_catalog.quote_literal(a), ', ')
+                 FROM pg_catalog.unnest(simhash_internal.trigger_args(t.tgargs)) a);
+    PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
+    EXECUTE pg_catalog.format('CREATE TRIGGER %I AFTER INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
+                              names.check_trigger_name, t.table_name, arg_list);
+    IF t.tgenabled <> 'O' THEN
+      EXECUTE pg_catalog.format('ALTER TABLE %s %s TRIGGER %I', t.table_name,
+                                CASE t.tgenabled WHEN 'D' THEN 'DISABLE' WHEN 'R' THEN 'ENABLE REPLICA'
+                                                 ELSE 'ENABLE ALWAYS' END,
+                                names.check_trigger_name);
+    END IF;
+    PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', unsafe_triggers, true);
+  END LOOP;
+END
+$upgrade$;
 
 SELECT simhash_internal.warn_on_schema_grants();

@@ -202,20 +202,20 @@ DECLARE
 BEGIN
   -- The triggers of the attachment that trigger arguments args record, on table_name of relkind
   -- kind and Citus distribution method dist_method (simhash_attach() and simhash_attach_concurrently()):
-  -- simhash_trigger() before each row write, and on a table of this node (not Citus, not the
-  -- registry) in every mode that checks simhash_check_trigger(), which checks each written row
-  -- after its write, at the end of its statement.
+  -- simhash_trigger() before each row write, and in every mode that checks (not on the registry,
+  -- checked on the coordinator) simhash_check_trigger(), which checks each written row after its
+  -- write, at the end of its statement; Citus makes both on every shard of a distributed table.
   SELECT * INTO STRICT d FROM simhash_internal.decode_attachment(args);
   SELECT * INTO names FROM simhash_internal.object_names(table_name, d.text_column);
   IF dist_method IS NOT NULL THEN
     -- Citus creates a trigger on a distributed table (and on each shard) only with this setting;
-    -- this trigger reads nothing but its own shard.
+    -- these triggers read nothing but their own shard.
     unsafe_triggers := current_setting('citus.enable_unsafe_triggers');
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
   END IF;
   EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_trigger(%s)',
                  names.trigger_name, table_name, arg_list);
-  IF d.on_duplicate <> 'none' AND kind IN ('r', 'p') AND dist_method IS NULL AND NOT d.registry THEN
+  IF d.on_duplicate <> 'none' AND kind IN ('r', 'p') AND NOT d.registry THEN
     EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.simhash_check_trigger(%s)',
                    names.check_trigger_name, table_name, arg_list);
   END IF;

@@ -348,7 +348,7 @@ unsafe fn check_group(rel: pg_sys::Relation, group: &Group, mine: &[(u64, pg_sys
         pg_sys::UnregisterSnapshot(snapshot);
         // None: deleted and committed since the search; search again.
         if let Some(nearest) = nearest {
-            let table = crate::catalog::relation_name(rel);
+            let table = group.setup.reported_table(rel);
             match att.mode {
                 crate::attachment::Mode::Error => {
                     crate::check::report::raise_duplicate(att, &table, &key_columns, &nearest)

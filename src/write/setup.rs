@@ -75,6 +75,18 @@ impl Setup {
         self.after.inserts && self.after.updates
     }
 
+    /// The table a near-duplicate error names: a shard's distributed table (as regclass text,
+    /// unquoted), else `rel` itself.
+    ///
+    /// # Safety
+    /// `rel` must be the open relation the setup is of.
+    pub unsafe fn reported_table(&self, rel: pg_sys::Relation) -> String {
+        match &self.shard {
+            Some(shard) => shard.table.trim_matches('"').to_string(),
+            None => relation_name(rel),
+        }
+    }
+
     /// Whether INSERTs are checked after their write (the older designs' name).
     pub fn checks_inserts_after(&self) -> bool {
         self.checks_after(false)
@@ -90,7 +102,8 @@ thread_local! {
 /// Its mode is the one this session's writes use (`simhash.on_duplicate`, `crate::write::session`).
 pub unsafe fn setup_of(td: &pg_sys::TriggerData) -> Setup {
     let mut setup = setup_for(td.tg_relation, &*td.tg_trigger);
-    setup.att.mode = crate::write::session::mode(setup.att.mode, setup.keyless());
+    // A shard keeps the attached mode: Citus does not send the coordinator's settings to it.
+    setup.att.mode = crate::write::session::mode(setup.att.mode, setup.keyless() && setup.shard.is_none());
     setup
 }
 
@@ -145,8 +158,10 @@ pub unsafe fn setup_for(rel: pg_sys::Relation, trigger: &pg_sys::Trigger) -> Set
                 n
             });
             let shard = crate::citus::shard_distribution((*rel).rd_id);
-            // A registry or Citus attachment checks before the write, per row, with keys.
-            let after = if att.registry || shard.is_some() {
+            // A registry attachment is checked on the coordinator, before the write (§7.5). A
+            // Citus shard is paired as any table: Citus made its check trigger with the
+            // distributed table's (since 0.13.0; before, it has none and keeps §8.8's keys).
+            let after = if att.registry {
                 After::default()
             } else {
                 paired(rel, trigger)

@@ -205,11 +205,18 @@ pub unsafe fn on_row(td: &pg_sys::TriggerData, ext_schema: &dyn Fn() -> String) 
     }
     // Checked after the write alone: 'error' mode with the triggers of 0.12.0 (§8.2).
     let after_only = after && keyless && att.mode == Mode::Error;
-    if checking && (text_changed || scope_changed) && !moved && !after_only && !firing.is_short() {
-        match check(&firing, &value) {
-            Verdict::Skip => return pg_sys::Datum::from(0),
-            Verdict::Flag(column, value) => columns.push((column, value)),
-            Verdict::Write => {}
+    if checking && (text_changed || scope_changed) && !moved && !firing.is_short() {
+        // A shard sees its own rows only: its checks, before or after the write, are refused
+        // unless its attachment is scoped by the distribution column.
+        if let Some(shard) = &firing.setup.shard {
+            check_shard_scope(att, shard, td.tg_relation);
+        }
+        if !after_only {
+            match check(&firing, &value) {
+                Verdict::Skip => return pg_sys::Datum::from(0),
+                Verdict::Flag(column, value) => columns.push((column, value)),
+                Verdict::Write => {}
+            }
         }
     }
     firing.note_update(token, text_changed || scope_changed);
@@ -306,9 +313,6 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
             .flag_att
             .unwrap_or_else(|| attnum(tupdesc, &att.flag_column(), &relation_name(td.tg_relation)))
     });
-    if let Some(shard) = &setup.shard {
-        check_shard_scope(att, shard, td.tg_relation);
-    }
     let scope = scope_of(setup, firing.tuple, tupdesc);
     let flag_attr = flag_att.map(|n| attribute(tupdesc, n));
     let (tuple, text_att) = (firing.tuple, setup.text_att);
@@ -338,12 +342,7 @@ unsafe fn check(firing: &Firing, value: &Value) -> Verdict {
     };
     match (att.mode, nearest) {
         (Mode::Error, Some((key_columns, n))) => {
-            // A shard's error names its distributed table (as regclass text, unquoted).
-            let table = match &setup.shard {
-                Some(shard) => shard.table.trim_matches('"').to_string(),
-                None => relation_name(td.tg_relation),
-            };
-            raise_duplicate(att, &table, &key_columns, &n)
+            raise_duplicate(att, &setup.reported_table(td.tg_relation), &key_columns, &n)
         }
         (Mode::Skip, Some(_)) => Verdict::Skip,
         (Mode::Flag, nearest) => Verdict::Flag(

@@ -5,7 +5,6 @@
 use pgrx::prelude::*;
 
 use crate::attachment::Mode;
-use crate::catalog::relation_name;
 use crate::check::report::raise_duplicate;
 use crate::check::row::ScopeFilter;
 use crate::check::verify::{Asked, Verifier};
@@ -57,7 +56,7 @@ pub unsafe fn check_written_row(
     ignore: &dyn Fn(pg_sys::Oid, *mut pg_sys::TupleTableSlot) -> bool,
 ) {
     if let Some((key_columns, n)) = written_row_duplicate(rel, setup, ext_schema, tuple, ignore) {
-        let table = relation_name(rel);
+        let table = setup.reported_table(rel);
         match setup.att.mode {
             Mode::Error => raise_duplicate(&setup.att, &table, &key_columns, &n),
             _ => crate::check::report::raise_concurrent(&setup.att, &table),
