@@ -3,7 +3,8 @@
 #
 #   bash scripts/test.sh               # everything: lint, core unit tests; on every supported major
 #                                      # (14 to 18: Debian's 15, pinned wheels for the others) the
-#                                      # pg_regress goldens and isolation specs, and the #[pg_test]s on
+#                                      # pg_regress goldens and isolation specs (each major's in the
+#                                      # background while the next one builds), and the #[pg_test]s on
 #                                      # 15 and 18 (in-server unit tests: the goldens and specs cover
 #                                      # the majors between, where the unit tests would take five
 #                                      # minutes each to build and run); the Citus
@@ -50,8 +51,6 @@ for m in "${majors[@]}"; do
     check_major "$m" || exit 2
 done
 
-REGRESS_DIR=/tmp/simhash-regress
-REGRESS_PORT=54331
 suites=()
 failed=()
 started=$(date +%s)
@@ -117,14 +116,24 @@ if ((everything)); then
     run_suite layers layers_all
     log "cargo clippy --all-targets -- -D warnings (PostgreSQL 15 and 18)"
     run_suite clippy clippy_all
+    # The debug profile compiles the core at opt-level 3 (Cargo.toml) with Rust's overflow and debug
+    # assertions on, and its dependencies are the ones 14's debug build uses.
     log "unit tests of the pure core (golden vectors, properties)"
-    run_suite core cargo test --release -p simhash_core
+    run_suite core cargo test -p simhash_core
 fi
 
+# The goldens and specs of a major run in the background on a throwaway server of their own while
+# the next major builds (the builds are cargo's, one at a time, and take most of the run; a golden
+# run keeps about one core busy). At most one such run is under way: golden_finish waits for it,
+# prints its output and records its suites.
+GOLDENS_ROOT=/tmp/simhash-regress
+golden_pid=
+golden_dir=
+
 # pgxs_suite NAME KIND RUNNER CLIENT_BIN INPUTDIR TESTDIR EXT: runs RUNNER (pgxs's pg_regress or
-# pg_isolation_regress) on every TESTDIR/*.EXT of INPUTDIR against the throwaway server, in database
-# simhash_KIND with its output in $REGRESS_DIR/out/KIND, printing the diffs when it fails, and records
-# the suite NAME.
+# pg_isolation_regress) on every TESTDIR/*.EXT of INPUTDIR against the server of $REGRESS_DIR on
+# $REGRESS_PORT, in database simhash_KIND with its output in $REGRESS_DIR/out/KIND, printing the
+# diffs when it fails, and writes "NAME STATUS" to $REGRESS_DIR/status.
 pgxs_suite() {
     local name=$1 kind=$2 runner=$3 client_bin=$4 inputdir=$5 testdir=$6 ext=$7 tests status=0
     tests=$(cd "$inputdir/$testdir" && ls ./*."$ext" | sed "s|^\./||; s|\.$ext\$||" | sort)
@@ -136,29 +145,12 @@ pgxs_suite() {
         status=1
         cat "$REGRESS_DIR/out/$kind/regression.diffs" 2>/dev/null || true
     }
-    suite "$name" $status
+    echo "$name $status" >>"$REGRESS_DIR/status"
 }
 
-# per_major_suites: #[pg_test]s (on the majors of pg_test_majors), then pg_regress and the isolation
-# specs against a throwaway server of the PostgreSQL in use, with the release build installed into it
-# on 15 and 18 (the build the later suites use there), and on 14, 16 and 17 the debug build (seconds
-# instead of the release build's minutes of link-time optimization; same code, with Rust's overflow
-# and debug assertions on).
-per_major_suites() {
-    ensure_pgrx_config
-    if [[ " ${pg_test_majors[*]} " == *" $PG_MAJOR "* ]]; then
-        log "#[pg_test]s on PostgreSQL $PG_MAJOR ($PG_CONFIG)"
-        install -d -o postgres -g postgres /tmp/simhash-pgrx-test
-        run_suite "pg_test/$PG_MAJOR" env CARGO_PGRX_TEST_RUNAS=postgres \
-            CARGO_PGRX_TEST_PGDATA="/tmp/simhash-pgrx-test/pgdata-$PG_MAJOR" cargo pgrx test "pg$PG_MAJOR"
-    fi
-
-    case $PG_MAJOR in
-    15 | 18) install_extension --release ;;
-    *) install_extension ;;
-    esac
-    # The suites install old versions (security.sql, search_path.sql: the upgrade window, updates)
-    # from the base install script, which install_extension put beside the update scripts.
+# goldens: pg_regress and the isolation specs of the PostgreSQL in use, on a throwaway server in
+# $REGRESS_DIR on $REGRESS_PORT (run in the background by golden_start).
+goldens() {
     log "pg_regress and isolation tests on PostgreSQL $PG_MAJOR, port $REGRESS_PORT"
     start_server "$REGRESS_DIR" "$REGRESS_PORT"
     trap 'stop_server "$REGRESS_DIR"' EXIT
@@ -172,7 +164,69 @@ per_major_suites() {
     pgxs_suite "isolation/$PG_MAJOR" isolation "$pgxs/test/isolation/pg_isolation_regress" "$PG_BIN" \
         tests/isolation specs spec
     stop_server "$REGRESS_DIR"
-    trap - EXIT
+}
+
+# golden_start: the goldens of the PostgreSQL in use, in the background (after the one under way,
+# if any), on port 5431x (x: the major's last digit) and in $GOLDENS_ROOT/MAJOR.
+golden_start() {
+    golden_finish
+    golden_dir=$GOLDENS_ROOT/$PG_MAJOR
+    rm -rf "$golden_dir"
+    install -d "$golden_dir"
+    echo "$PG_BIN" >"$golden_dir/pg_bin"
+    (
+        REGRESS_DIR=$golden_dir/server
+        REGRESS_PORT=$((54310 + PG_MAJOR % 10))
+        goldens
+    ) >"$golden_dir/log" 2>&1 &
+    golden_pid=$!
+    echo "   (goldens of PostgreSQL $PG_MAJOR under way in the background, output in $golden_dir/log)" >&2
+}
+
+# golden_finish: waits for the background goldens, prints their output and records their suites
+# (a run that died before recording one fails as goldens/MAJOR).
+golden_finish() {
+    [ -n "$golden_pid" ] || return 0
+    wait "$golden_pid" || true
+    golden_pid=
+    cat "$golden_dir/log" >&2
+    local name status recorded=0
+    while read -r name status; do
+        suite "$name" "$status"
+        recorded=$((recorded + 1))
+    done < <(cat "$golden_dir/server/status" 2>/dev/null)
+    ((recorded == 2)) || suite "goldens/$(basename "$golden_dir")" 1
+}
+
+# golden_abort: on exit, stops the background goldens and their server.
+golden_abort() {
+    [ -n "$golden_pid" ] || return 0
+    kill "$golden_pid" 2>/dev/null || true
+    wait "$golden_pid" 2>/dev/null || true
+    PG_BIN=$(cat "$golden_dir/pg_bin") stop_server "$golden_dir/server"
+}
+trap golden_abort EXIT
+
+# per_major_suites: #[pg_test]s (on the majors of pg_test_majors), then pg_regress and the isolation
+# specs (in the background, golden_start) with the release build installed, except on 14: the debug
+# build there (same code, with Rust's overflow and debug assertions on; its goldens run while 15's
+# release build compiles, so they cost no time).
+per_major_suites() {
+    ensure_pgrx_config
+    if [[ " ${pg_test_majors[*]} " == *" $PG_MAJOR "* ]]; then
+        log "#[pg_test]s on PostgreSQL $PG_MAJOR ($PG_CONFIG)"
+        install -d -o postgres -g postgres /tmp/simhash-pgrx-test
+        run_suite "pg_test/$PG_MAJOR" env CARGO_PGRX_TEST_RUNAS=postgres \
+            CARGO_PGRX_TEST_PGDATA="/tmp/simhash-pgrx-test/pgdata-$PG_MAJOR" cargo pgrx test "pg$PG_MAJOR"
+    fi
+
+    case $PG_MAJOR in
+    14) install_extension ;;
+    *) install_extension --release ;;
+    esac
+    # The suites install old versions (security.sql, search_path.sql: the upgrade window, updates)
+    # from the base install script, which install_extension put beside the update scripts.
+    golden_start
     # The default run has its Citus suite on 15 at the end, after the suites of 15 below.
     if [[ " ${citus_majors[*]} " == *" $PG_MAJOR "* ]] && ! ((everything && PG_MAJOR == 15)); then
         citus_suite "citus/$PG_MAJOR"
@@ -183,6 +237,7 @@ for m in "${majors[@]}"; do
     use_pg "$m"
     per_major_suites
 done
+golden_finish
 
 if ((everything)); then
     use_pg 15

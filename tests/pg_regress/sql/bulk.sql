@@ -5,20 +5,23 @@ SHOW max_locks_per_transaction;
 CREATE TABLE feed (id bigserial PRIMARY KEY, body text);
 -- max_distance 3: random hex words are short texts, whose fingerprints can fall within 7 bits.
 SELECT simhash_attach('feed', 'body', max_distance => 3, on_duplicate => 'error');
+-- A file of this server's own (tests of several majors may run at once).
+SELECT '/tmp/simhash_ext_bulk_' || current_setting('port') || '.txt' AS bulk_file \gset
+\setenv SIMHASH_BULK_FILE :bulk_file
 COPY (SELECT string_agg(md5(i::text || ':' || j), ' ') FROM generate_series(1, 100000) i, generate_series(1, 8) j GROUP BY i)
-  TO '/tmp/simhash_ext_bulk.txt';
+  TO :'bulk_file';
 BEGIN;
-COPY feed (body) FROM '/tmp/simhash_ext_bulk.txt';
+COPY feed (body) FROM :'bulk_file';
 SELECT count(*) AS advisory_locks_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
 COMMIT;
 SELECT count(*) AS rows, count(body_simhash) AS fingerprinted FROM feed;
 -- The same file again: every row is now a duplicate, and the first one stops the COPY.
 \set VERBOSITY terse
-COPY feed (body) FROM '/tmp/simhash_ext_bulk.txt';
+COPY feed (body) FROM :'bulk_file';
 \set VERBOSITY default
 SELECT count(*) AS rows FROM feed;
 DROP TABLE feed;
-\! rm -f /tmp/simhash_ext_bulk.txt
+\! rm -f "$SIMHASH_BULK_FILE"
 -- One transaction writing 3,000 rows into each of twelve attached tables, of both methods (until 0.10.0
 -- each held up to 2,048 or 4,096 keys to its end: the seventh table ran out of shared memory).
 DO $$
