@@ -42,6 +42,13 @@ B. --app-writers application writers (autocommit single-row INSERTs, each its ow
    window; latencies are of every application statement started within the window (those still
    running at its end are waited for, up to --grace seconds, then their backends are terminated);
    a batch counts when its COMMIT returned within the window.
+S. One writer alone (issue 48, point 5: a checked write's own cost): --single single-row INSERTs
+   (prepared, autocommit, each a text of its own), then one INSERT ... SELECT of --single-bulk rows,
+   into a fresh table per build and round; the backend's CPU time (utime + stime of
+   /proc/PID/stat, so the server must run on this machine) per statement in µs and for the bulk
+   statement in ms. --rounds R rounds, each in a rotated order of the rows and the builds
+   alternating row by row; medians. With two builds or more, each row also gives its ratio to the
+   first build's (new/old), the number issue 48 asks to keep within 1.10×.
 """
 
 import argparse
@@ -306,6 +313,44 @@ def flagged(conn, t, v):
     if v[1] != "flag":
         return 0
     return conn.execute(f"SELECT count(*) FROM {t} WHERE body_duplicate_of IS NOT NULL").fetchone()[0]
+
+
+# -------------------------------------------------------------------------------------- table S
+def backend_cpu(pid):
+    """utime + stime of backend pid, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_s(port, v, n, bulk, prefill):
+    """Table S for variant v: (µs of backend CPU per single-row INSERT, ms for the bulk INSERT)."""
+    admin = connect(port)
+    t = make_table(admin, v, prefill)
+    conn = connect(port)
+    pid = conn.info.backend_pid
+    one = insert_one(t)
+    # Warm-up: the library, the trigger's setup and the prepared statement (rolled back).
+    with conn.transaction(force_rollback=True):
+        conn.execute(one, (prefill + 1,), prepare=True)
+    before = backend_cpu(pid)
+    for i in range(prefill + 1, prefill + 1 + n):
+        conn.execute(one, (i,), prepare=True)
+    single = (backend_cpu(pid) - before) / n * 1e6
+    first = prefill + 1 + n
+    before = backend_cpu(pid)
+    conn.execute(insert_range(t), (first, first + bulk - 1))
+    bulk_ms = (backend_cpu(pid) - before) * 1e3
+    conn.close()
+    drop_table(admin, t)
+    admin.close()
+    return single, bulk_ms
+
+
+def median(xs):
+    xs = sorted(xs)
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
 
 
 # -------------------------------------------------------------------------------------- table A
@@ -601,7 +646,7 @@ def fmt_errors(d):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--server", action="append", required=True, help="LABEL=PORT, one per build")
-    ap.add_argument("--tables", default="A,B", help="which tables: A, B or A,B")
+    ap.add_argument("--tables", default="A,B", help="which tables: A, B, S (one writer alone) or several")
     ap.add_argument("--kinds", default="plain,unique,simhash,minhash")
     ap.add_argument("--modes", default="error", help="on_duplicate modes of the attached tables")
     ap.add_argument("--partitioned", action="store_true", help="also every kind on a partitioned table")
@@ -615,6 +660,8 @@ def main():
                     help="table B: windows per row, each round in a rotated order of the rows; medians of rates "
                          "and latencies, sums of errors, the largest max")
     ap.add_argument("--prefill", type=int, default=5000)
+    ap.add_argument("--single", type=int, default=5000, help="table S: single-row INSERTs a round")
+    ap.add_argument("--single-bulk", type=int, default=10000, help="table S: rows of its INSERT ... SELECT")
     ap.add_argument("--app-rate-cap", type=int, default=1500,
                     help="pool texts per application writer per second of the window")
     ap.add_argument("--batch-rate-cap", type=int, default=None,
@@ -657,7 +704,8 @@ def main():
     batch_cap = int(a.batch_rate_cap * a.seconds) + max(int(re.sub(r"\D", "", b)) for b in batches)
     need_a = a.prefill + max(holds) + len(holds) * a.probes + 1 if "A" in tables else 0
     need_b = a.prefill + a.app_writers * app_cap + batch_cap + 1 if "B" in tables else 0
-    n_pool = max(need_a, need_b)
+    need_s = a.prefill + a.single + a.single_bulk + 1 if "S" in tables else 0
+    n_pool = max(need_a, need_b, need_s)
 
     progress(f"text: {n_pool:,} distinct texts (seed {a.seed})")
     streams = word_streams(a.cache)
@@ -813,6 +861,38 @@ def main():
             out.append("")
             out.extend(notes)
             out.append("")
+
+    if "S" in tables:
+        runs = {}
+        for rnd in range(a.rounds):
+            k = rnd % len(vs)
+            order = servers if rnd % 2 == 0 else servers[::-1]
+            for v in vs[k:] + vs[:k]:
+                for label, port in order:
+                    progress(f"S round {rnd + 1}: {rowname(v, label)}")
+                    runs.setdefault((v, label), []).append(measure_s(port, v, a.single, a.single_bulk, a.prefill))
+        rows = []
+        first_label = servers[0][0]
+        for v in vs:
+            for label, _ in servers:
+                r = runs[(v, label)]
+                single, bulk = median([x[0] for x in r]), median([x[1] for x in r])
+                cells = [rowname(v, label), f"{single:,.0f}", f"{bulk:,.0f}"]
+                if multi:
+                    # Ratios of the paired rounds' figures (same round, same load), their median.
+                    old = runs[(v, first_label)]
+                    cells.append("–" if label == first_label else
+                                 f"{median([x[0] / y[0] for x, y in zip(r, old)]):.2f}×")
+                    cells.append("–" if label == first_label else
+                                 f"{median([x[1] / y[1] for x, y in zip(r, old)]):.2f}×")
+                rows.append(cells)
+        out.append(f"## S. One writer alone: backend CPU per single-row INSERT ({a.single:,} a round) and for one "
+                   f"INSERT ... SELECT of {a.single_bulk:,} rows (medians of {a.rounds} rounds)\n")
+        header = ["table", "µs per INSERT", "ms for the INSERT ... SELECT"]
+        if multi:
+            header += [f"INSERT vs {first_label}", f"INSERT ... SELECT vs {first_label}"]
+        out.append(md_table(header, rows))
+        out.append("")
 
     text = "\n".join(out) + "\n"
     print(text, flush=True)

@@ -1,27 +1,31 @@
-//! The duplicate check of `on_duplicate => 'error'`, once per statement.
+//! The check after the write (docs/ARCHITECTURE.md §7.2, §8.2): the rows a statement wrote are
+//! checked at its end, once they are in the table and its indexes, holding no lock of the
+//! extension's.
 //!
-//! A table attached in `'error'` mode has two triggers: `simhash_trigger()` BEFORE INSERT OR UPDATE
-//! computes the fingerprint and takes the advisory locks (`crate::write::trigger`), and
-//! `simhash_check_trigger()` AFTER INSERT notes each written row: its fingerprint and TID. At the
-//! end of the statement (the `ExecutorFinish` hook, after the AFTER triggers have run) the rows of
-//! the statement are checked together: the probe values of all of them, band by band, go to the
-//! band indexes in one ascending pass (`storage::leafmap::equal_entries`), so that a bulk
-//! `INSERT … SELECT` reads each leaf once for many rows instead of once per row and probe.
+//! `simhash_check_trigger()` (AFTER INSERT OR UPDATE FOR EACH ROW, `crate::write::trigger::on_written`)
+//! notes each written row here: its group (table and trigger, with the trigger's `Setup`), its
+//! SimHash fingerprint (MinHash rows are read back by TID) and its TID, and whether it is checked
+//! (an unchanged row is noted only for the statement order of the others). The `ExecutorFinish`
+//! hook checks the rows its statement noted once the statement's AFTER triggers have run, innermost
+//! statement first (`DEPTH`):
 //!
-//! The outcome is the per-row check's: the statement fails with the first row (in the order they
-//! were written) that has a near-duplicate among the rows that were there before it, whether
-//! written before the statement or earlier in it, and names the nearest one. Rows written later in
-//! the statement are not counted against a row: the later row reports the pair, as it would have.
+//! - SimHash rows of an ordinary table without scope: all rows' probe values, band by band, in one
+//!   ascending pass through the leaf list (`merged`, up to `MERGED_ROWS` rows a pass), under a dirty
+//!   snapshot taken after every row was written (`check_group`, `first_duplicate`);
+//! - a partition's, a scoped attachment's and MinHash's rows: one search each, in the order written
+//!   across the statement's tables (`check_rows`, `crate::write::written::check_written_row`).
 //!
-//! Exactness under concurrency is unchanged: the locks are taken per row before the row is
-//! written and held to the end of the transaction, and the check reads with a snapshot taken
-//! after all of them, so it sees every conflicting write that committed first.
+//! A row found counts against row i only if it is not i and, when the statement wrote it, came
+//! before i: the later row of a pair reports it. The first row with a certain near-duplicate fails
+//! the statement (`23505` in `'error'` mode, `40001` in `'skip'` and `'flag'`, whose check before the
+//! write found none); when none has one but a row of a transaction in progress is within reach, the
+//! check waits for that transaction and checks again.
 //!
-//! Where the batch is not used: UPDATEs, partitions, SERIALIZABLE transactions and the other modes
-//! are checked by the BEFORE trigger as before; rows written outside a statement's executor (COPY
-//! runs its AFTER triggers itself) are checked by the check trigger at once, excluding the row
-//! itself by TID. A transaction never commits with rows unchecked: the pre-commit callback checks
-//! any left (none should be), and aborts drop them.
+//! Rows written outside a statement's executor (COPY runs its AFTER triggers itself) are checked by
+//! the check trigger at once. A transaction never commits, or prepares, with rows unchecked: the
+//! pre-commit and pre-prepare callback checks any left; aborts, and a subtransaction's abort for
+//! its rows, drop them (`subxact_callback`). The keys of the older design (§8.8), where triggers
+//! still take them, go at each statement's end.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
