@@ -2,10 +2,12 @@
 # throwaway server of the PostgreSQL of $PG_CONFIG (Debian's 15 unless set; Citus 13 builds for 15
 # to 17, Citus 14 for 16 to 18) on loopback owned by postgres (ports 54371-54373, data under
 # /tmp/citus-simhash), with Citus and simhash_ext installed in that PostgreSQL. Source it.
+# CITUS_PORT_BASE=N puts the nodes on ports N to N+2 and CITUS_DIR=DIR their data under DIR, so
+# that a second cluster can run beside the suite's.
 
 source "$(dirname "${BASH_SOURCE[0]}")/../robustness/lib.sh"
 
-CITUS_DIR=/tmp/citus-simhash
+CITUS_DIR=${CITUS_DIR:-/tmp/citus-simhash}
 # SIMHASH_PACKAGE=DIR (`cargo pgrx package --out-dir DIR` output) runs the nodes on a private copy of
 # PostgreSQL with that build (scripts/common.sh, private_postgres): safe while the installed library
 # is replaced by another build.
@@ -15,7 +17,8 @@ if [ -n "${SIMHASH_PACKAGE:-}" ]; then
     private_postgres "$SIMHASH_PACKAGE" "$CITUS_DIR-postgres"
     CITUS_EXTDIR=$CITUS_DIR-postgres$CITUS_EXTDIR
 fi
-CITUS_PORTS=(54371 54372 54373)
+CITUS_PORT_BASE=${CITUS_PORT_BASE:-54371}
+CITUS_PORTS=("$CITUS_PORT_BASE" $((CITUS_PORT_BASE + 1)) $((CITUS_PORT_BASE + 2)))
 COORDINATOR=${CITUS_PORTS[0]}
 PORT=$COORDINATOR
 DB=simhash
