@@ -60,10 +60,10 @@ suite() {
     [ "$2" = 0 ] || failed+=("$1")
     printf '   %s: %s at %d s\n' "$1" "$([ "$2" = 0 ] && echo passed || echo FAILED)" $(($(date +%s) - started)) >&2
 }
-# citus_suite NAME: tests/citus/run.sh on the PostgreSQL in use (a coordinator and two workers on
-# loopback, ports 54371-54373, with the extension installed there) as the suite NAME, Citus built and
-# installed first where it is not (ensure_citus). No Citus (a missing archive, a failed build) fails
-# the suite: it is never skipped.
+# citus_suite NAME: tests/citus/run.sh, every topic, on the PostgreSQL in use (a coordinator and two
+# workers on loopback, ports 54371-54373, with the extension installed there) as the suite NAME,
+# Citus built and installed first where it is not (ensure_citus). No Citus (a missing archive, a
+# failed build) fails the suite: it is never skipped.
 citus_suite() {
     local status=0
     log "Citus cluster tests on PostgreSQL $PG_MAJOR (tests/citus/run.sh)"

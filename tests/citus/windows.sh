@@ -1,7 +1,8 @@
-# Race windows on the shards of a Citus table scoped by its distribution column (issue 48): each
-# shard has the check trigger beside the attachment's trigger, so a write is checked after it is
-# written, under a dirty snapshot, and no extension key is held while a writer waits for anything.
-# Sourced by tests/citus/run.sh with the cluster up and simhash_ext in database $DB.
+#!/usr/bin/env bash
+# simhash_ext on a Citus cluster, the race windows of issue 48 on the shards of a table scoped by its
+# distribution column: each shard has the check trigger beside the attachment's trigger, so a write
+# is checked after it is written, under a dirty snapshot, and no extension key is held while a
+# writer waits for anything.
 #
 # The window (U1 of issue 48, on a shard): C holds a primary key open; A inserts a text T with the
 # same key and waits for C in the unique check, on a worker. Meanwhile an unrelated writer of the
@@ -9,7 +10,12 @@
 # texts do) must not wait, no key of the extension may be held on any worker, and B's near-duplicate
 # T' of T goes in (A's row is not written yet). When C ends, A's check after its write finds T':
 # 23505 in 'error' mode; in 'skip' mode 40001, whose retry skips A's row (its check before the write
-# ran before T' was written). One of T and T' commits.
+# ran before T' was written). One of T and T' commits. Then an attachment made with 0.12.0 gets its
+# check trigger through ALTER EXTENSION simhash_ext UPDATE.
+#
+# A topic of tests/citus/run.sh, which starts the cluster and sources this file (in a subshell, with
+# lib.sh's helpers); `bash tests/citus/run.sh windows` or `bash` this file runs it alone.
+[ -n "${CITUS_RUNNER:-}" ] || exec bash "$(dirname "${BASH_SOURCE[0]}")/run.sh" "$(basename "${BASH_SOURCE[0]}" .sh)"
 
 echo "-- race windows on shards (scope => the distribution column)"
 WIN_T='The city council approved the budget for protected bike lanes on Monday after a long debate.'
