@@ -12,7 +12,7 @@ use crate::text::{ServerText, Text};
 /// attachment, every pair that shares an LSH band with at least `threshold` (default: the attached
 /// one) similarity, with the similarity. Verified (`verify`, default: as the attachment), only the
 /// pairs whose texts' exact similarity reaches `threshold` (for SimHash too), with that similarity.
-// Its Rust name is not its SQL name: `simhash_pairs` is 0.4.0's entry point (`crate::api::old_symbols`).
+// Not `simhash_pairs` in Rust: that symbol is 0.2.0 to 0.4.0's (`crate::api::old_symbols`).
 #[pg_extern(volatile, parallel_unsafe, name = "simhash_pairs")]
 pub(crate) fn dedup_pairs(
     table_name: Option<RegClass>,
@@ -42,7 +42,7 @@ pub(crate) fn dedup_pairs(
 /// Every row of an attached table with the representative of its cluster (the cluster's first row
 /// in key order) and the cluster's size; rows without a fingerprint are clusters of their own.
 /// The clusters are the connected components of `simhash_pairs()`'s pairs (verified or not).
-// `simhash_clusters` is 0.4.0's entry point (`crate::api::old_symbols`).
+// Not `simhash_clusters` in Rust: that symbol is 0.2.0 to 0.4.0's (`crate::api::old_symbols`).
 #[pg_extern(volatile, parallel_unsafe, name = "simhash_clusters")]
 pub(crate) fn dedup_clusters(
     table_name: Option<RegClass>,

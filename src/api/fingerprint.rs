@@ -44,7 +44,7 @@ pub(crate) fn feature_rows(doc: &Text, options: &Options) -> FeatureRows {
 }
 
 /// The 64-bit SimHash fingerprint of `doc`, or NULL when the text has no features.
-// Its Rust name is not its SQL name: `simhash` is 0.2.0's entry point (`crate::api::old_symbols`).
+// Not `simhash` in Rust: that symbol is 0.1.0 and 0.2.0's (`crate::api::old_symbols`).
 #[pg_extern(immutable, strict, parallel_safe, cost = 100, name = "simhash")]
 fn simhash_with_fold(
     doc: Text,
@@ -61,7 +61,7 @@ fn simhash_with_fold(
 }
 
 /// The features behind a fingerprint, in order of first occurrence, with their weights and hashes.
-// `simhash_features` is 0.2.0's entry point (`crate::api::old_symbols`).
+// Not `simhash_features` in Rust: that symbol is 0.1.0 and 0.2.0's (`crate::api::old_symbols`).
 #[pg_extern(immutable, strict, parallel_safe, cost = 100, name = "simhash_features")]
 fn simhash_features_with_fold(
     doc: Text,

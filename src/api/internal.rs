@@ -44,8 +44,8 @@ pub(crate) mod simhash_internal {
 
     /// The trigger arguments (as `tgargs` holds them) of a new attachment with these settings (NULL:
     /// the method's default), or the error naming the first bad setting, in the order of
-    /// [`Attachment::new`]. SQL's `encode_attachment`: that Rust name is 0.4.0's entry point
-    /// (`crate::api::old_symbols`).
+    /// [`Attachment::new`]. SQL's `encode_attachment`, not so named in Rust: that symbol is
+    /// 0.4.0's (`crate::api::old_symbols`).
     #[allow(clippy::too_many_arguments)]
     #[pg_extern(immutable, parallel_safe, name = "encode_attachment")]
     pub(crate) fn encode_verifying(
@@ -107,8 +107,8 @@ pub(crate) mod simhash_internal {
     }
 
     /// The attachment a `simhash_trigger()` trigger's arguments record, with the names of the columns
-    /// derived from it; no row when they are not a simhash_trigger()'s. SQL's `decode_attachment`:
-    /// that Rust name is 0.4.0's entry point (`crate::api::old_symbols`).
+    /// derived from it; no row when they are not a simhash_trigger()'s. SQL's `decode_attachment`,
+    /// not so named in Rust: that symbol is 0.4.0's (`crate::api::old_symbols`).
     // pgrx reads the output columns from the signature: the type cannot be an alias.
     #[allow(clippy::type_complexity)]
     #[pg_extern(immutable, strict, parallel_safe, name = "decode_attachment")]

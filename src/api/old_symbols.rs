@@ -44,15 +44,15 @@ use crate::text::{ServerBytes, ServerText, Text};
 // 0.1.0 and 0.2.0: `simhash(doc, tokenizer, shingle, weighting, stopwords)` and `simhash_features(...)`
 // with five arguments, before `fold`: fold 'auto' is those versions' result for their options.
 
-/// 0.2.0's `simhash(text, text, int, text, boolean)`.
+/// 0.1.0 and 0.2.0's `simhash(text, text, int, text, boolean)`.
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash(doc: Text, tokenizer: Text, shingle: i32, weighting: Text, stopwords: bool) -> Option<i64> {
     fingerprint(&doc, &options(&tokenizer, shingle, &weighting, stopwords, "auto"))
 }
 
-/// 0.2.0's `simhash_features(text, text, int, text, boolean)`.
-#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+/// 0.1.0 and 0.2.0's `simhash_features(text, text, int, text, boolean)`.
 // pgrx reads the result columns from the signature: the type cannot be an alias.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_features(
     doc: Text,
     tokenizer: Text,
