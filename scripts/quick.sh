@@ -8,7 +8,8 @@
 #   bash scripts/quick.sh --port 54340 ...         # another port for the throwaway server
 #
 # Run as root, as scripts/test.sh: the throwaway server runs as the postgres user. Outputs and diffs:
-# /tmp/simhash-quick/out/{regress,isolation}.
+# /tmp/simhash-quick/out/{regress,isolation} (SIMHASH_QUICK_DIR names another directory than
+# /tmp/simhash-quick, for two runs at once).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$ROOT"
 
@@ -23,7 +24,7 @@ while (($#)); do
         shift
         ;;
     -h | --help)
-        sed -n '2,11p' "$0"
+        sed -n '2,12p' "$0"
         exit 0
         ;;
     *) names+=("$1") ;;
@@ -32,7 +33,7 @@ while (($#)); do
 done
 
 select_pg "${PG_CONFIG:-$DEBIAN_PG_CONFIG}"
-dir=/tmp/simhash-quick
+dir=${SIMHASH_QUICK_DIR:-/tmp/simhash-quick}
 if ((build)); then
     install_extension # with the base install script, from which the goldens install old versions
 fi

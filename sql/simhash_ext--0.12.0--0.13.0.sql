@@ -5,6 +5,7 @@
 -- re-created with comments that say what the code does; only their comments change. simhash_detach
 -- refuses while a partition is still being detached. Citus tables scoped by their distribution
 -- column get the check trigger, so their shards check each write after it, with no keys (issue 48).
+-- Five C functions of simhash_internal call the symbols of their SQL names (issue 51).
 \echo Use "ALTER EXTENSION simhash_ext UPDATE TO '0.13.0'" to load this file. \quit
 
 CREATE FUNCTION simhash_internal.warn_on_schema_grants()
@@ -37,6 +38,53 @@ BEGIN
   END IF;
 END
 $$;
+
+-- The C functions named in Rust as in SQL (issue 51): each now calls the symbol of its SQL name,
+-- as pgrx gives it; the library keeps the old symbols for the SQL of older versions. Only the
+-- symbol changes.
+CREATE OR REPLACE FUNCTION simhash_internal."trigger_args"(
+	"tgargs" bytea /* & [u8] */
+) RETURNS TEXT[] /* Vec < ServerBytes > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'trigger_args_wrapper';
+
+CREATE OR REPLACE FUNCTION simhash_internal."fill_reset"() RETURNS void
+STRICT PARALLEL UNSAFE  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'fill_reset_wrapper';
+
+CREATE OR REPLACE FUNCTION simhash_internal."fill_stash"(
+	"tableoid" oid, /* pg_sys :: Oid */
+	"row" tid, /* pg_sys :: ItemPointerData */
+	"fingerprint" bigint /* Option < i64 > */
+) RETURNS bool /* bool */
+PARALLEL RESTRICTED  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'fill_stash_wrapper';
+
+CREATE OR REPLACE FUNCTION simhash_internal."fill_value"(
+	"tableoid" oid, /* pg_sys :: Oid */
+	"row" tid, /* pg_sys :: ItemPointerData */
+	"doc" text, /* Option < Text > */
+	"tokenizer" text, /* Text */
+	"shingle" INT, /* i32 */
+	"weighting" text, /* Text */
+	"stopwords" bool, /* bool */
+	"fold" text /* Text */
+) RETURNS bigint /* Option < i64 > */
+PARALLEL UNSAFE  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'fill_value_wrapper';
+
+CREATE OR REPLACE FUNCTION simhash_internal."reencode_attachment"(
+	"tgargs" bytea, /* & [u8] */
+	"verify" bool, /* Option < bool > */
+	"threshold" double precision /* Option < f64 > */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'reencode_attachment_wrapper';
 
 -- Comments without file paths: the functions of sql/src/*.sql whose comments named a file of the
 -- repository (a Rust source, a document, a test output) and now say what the code does instead,

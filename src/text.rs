@@ -404,7 +404,7 @@ pub fn message(text: &str) -> Cow<'_, str> {
 }
 
 /// `text` from bytes already in the server encoding (a trigger argument, a catalog name): stored as
-/// they are, with no conversion either way. Meant for `simhash_trigger_args()`.
+/// they are, with no conversion either way. Meant for `simhash_internal.trigger_args()`.
 pub struct ServerBytes(pub Vec<u8>);
 
 impl IntoDatum for ServerBytes {

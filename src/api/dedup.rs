@@ -12,8 +12,9 @@ use crate::text::{ServerText, Text};
 /// attachment, every pair that shares an LSH band with at least `threshold` (default: the attached
 /// one) similarity, with the similarity. Verified (`verify`, default: as the attachment), only the
 /// pairs whose texts' exact similarity reaches `threshold` (for SimHash too), with that similarity.
+// Not `simhash_pairs` in Rust: that symbol is 0.2.0 to 0.4.0's (`crate::api::old_symbols`).
 #[pg_extern(volatile, parallel_unsafe, name = "simhash_pairs")]
-fn dedup_pairs(
+pub(crate) fn dedup_pairs(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<Text>, "NULL"),
@@ -41,8 +42,9 @@ fn dedup_pairs(
 /// Every row of an attached table with the representative of its cluster (the cluster's first row
 /// in key order) and the cluster's size; rows without a fingerprint are clusters of their own.
 /// The clusters are the connected components of `simhash_pairs()`'s pairs (verified or not).
+// Not `simhash_clusters` in Rust: that symbol is 0.2.0 to 0.4.0's (`crate::api::old_symbols`).
 #[pg_extern(volatile, parallel_unsafe, name = "simhash_clusters")]
-fn dedup_clusters(
+pub(crate) fn dedup_clusters(
     table_name: Option<RegClass>,
     max_distance: default!(Option<i32>, "NULL"),
     text_column: default!(Option<Text>, "NULL"),
@@ -112,82 +114,4 @@ fn cluster_table(
         let r = representative[i] as usize;
         (ServerText(keys[i].clone()), ServerText(keys[r].clone()), size[r])
     }))
-}
-
-// The declarations of 0.5.0 to 0.10.0 name the symbols `pairs_wrapper` and `clusters_wrapper`, with
-// four arguments, and those of 0.4.0 and older `simhash_pairs_wrapper` and `simhash_clusters_wrapper`,
-// with three (and for pairs three columns): they serve that SQL between installing this library and
-// `ALTER EXTENSION ... UPDATE` (docs/ARCHITECTURE.md §12.1), verifying as the attachment does.
-
-/// The `simhash_pairs(regclass, int, text, float8)` of 0.5.0 to 0.10.0.
-#[pg_extern(volatile, parallel_unsafe, sql = false)]
-fn pairs(
-    table_name: Option<RegClass>,
-    max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<Text>, "NULL"),
-    threshold: default!(Option<f64>, "NULL"),
-) -> TableIterator<
-    'static,
-    (
-        name!(key_a, ServerText),
-        name!(key_b, ServerText),
-        name!(distance, Option<i32>),
-        name!(similarity, Option<f64>),
-    ),
-> {
-    dedup_pairs(table_name, max_distance, text_column, threshold, None)
-}
-
-/// The `simhash_clusters(regclass, int, text, float8)` of 0.5.0 to 0.10.0.
-#[pg_extern(volatile, parallel_unsafe, sql = false)]
-fn clusters(
-    table_name: Option<RegClass>,
-    max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<Text>, "NULL"),
-    threshold: default!(Option<f64>, "NULL"),
-) -> TableIterator<
-    'static,
-    (
-        name!(key, ServerText),
-        name!(representative, ServerText),
-        name!(cluster_size, i64),
-    ),
-> {
-    dedup_clusters(table_name, max_distance, text_column, threshold, None)
-}
-
-// 0.4.0 and older, when only SimHash attachments existed.
-
-/// The `simhash_pairs(regclass, int, text)` of 0.4.0 and older.
-#[pg_extern(stable, parallel_unsafe, sql = false)]
-fn simhash_pairs(
-    table_name: Option<RegClass>,
-    max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<Text>, "NULL"),
-) -> TableIterator<
-    'static,
-    (
-        name!(key_a, ServerText),
-        name!(key_b, ServerText),
-        name!(distance, Option<i32>),
-    ),
-> {
-    TableIterator::new(pairs(table_name, max_distance, text_column, None).map(|(a, b, d, _)| (a, b, d)))
-}
-
-/// The `simhash_clusters(regclass, int, text)` of 0.4.0 and older.
-#[pg_extern(stable, parallel_unsafe, sql = false)]
-fn simhash_clusters(
-    table_name: Option<RegClass>,
-    max_distance: default!(Option<i32>, "NULL"),
-    text_column: default!(Option<Text>, "NULL"),
-) -> TableIterator<
-    'static,
-    (
-        name!(key, ServerText),
-        name!(representative, ServerText),
-        name!(cluster_size, i64),
-    ),
-> {
-    clusters(table_name, max_distance, text_column, None)
 }

@@ -50,13 +50,17 @@ unsafe extern "C-unwind" fn xact_callback(event: pg_sys::XactEvent::Type, _arg: 
 
 /// Forgets every collected fingerprint.
 #[pg_extern(parallel_unsafe, schema = "simhash_internal", name = "fill_reset")]
-fn simhash_fill_reset() {
+pub(crate) fn fill_reset() {
     STASH.with(|s| *s.borrow_mut() = HashMap::new());
 }
 
-/// Collects the fingerprint of the row at `row` of table `tableoid` (for `simhash_fill_value()`).
+/// Collects the fingerprint of the row at `row` of table `tableoid` (for [`fill_value`]).
 #[pg_extern(parallel_restricted, schema = "simhash_internal", name = "fill_stash")]
-fn simhash_fill_stash(tableoid: pg_sys::Oid, row: pg_sys::ItemPointerData, fingerprint: Option<i64>) -> bool {
+pub(crate) fn fill_stash(
+    tableoid: pg_sys::Oid,
+    row: pg_sys::ItemPointerData,
+    fingerprint: Option<i64>,
+) -> bool {
     if !CALLBACK.with(|c| c.replace(true)) {
         unsafe { pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut()) };
     }
@@ -74,10 +78,10 @@ fn simhash_fill_stash(tableoid: pg_sys::Oid, row: pg_sys::ItemPointerData, finge
 }
 
 /// The fingerprint `simhash(doc, <options>)` of the row at `row` of table `tableoid`: the one
-/// collected by `simhash_fill_stash()`, or else computed.
+/// collected by [`fill_stash`], or else computed.
 #[allow(clippy::too_many_arguments)]
 #[pg_extern(parallel_unsafe, schema = "simhash_internal", name = "fill_value")]
-fn simhash_fill_value(
+pub(crate) fn fill_value(
     tableoid: pg_sys::Oid,
     row: pg_sys::ItemPointerData,
     doc: Option<Text>,

@@ -32,7 +32,7 @@ pub(crate) fn fingerprint(doc: &Text, options: &Options) -> Option<i64> {
 
 type FeatureRows = TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))>;
 
-fn feature_rows(doc: &Text, options: &Options) -> FeatureRows {
+pub(crate) fn feature_rows(doc: &Text, options: &Options) -> FeatureRows {
     let features =
         simhash_core::try_features(&doc.to_utf8(), options, &mut crate::errors::check_interrupts).or_raise();
     // Feature strings are UTF-8: they go back into the server encoding as they are returned.
@@ -44,6 +44,7 @@ fn feature_rows(doc: &Text, options: &Options) -> FeatureRows {
 }
 
 /// The 64-bit SimHash fingerprint of `doc`, or NULL when the text has no features.
+// Not `simhash` in Rust: that symbol is 0.1.0 and 0.2.0's (`crate::api::old_symbols`).
 #[pg_extern(immutable, strict, parallel_safe, cost = 100, name = "simhash")]
 fn simhash_with_fold(
     doc: Text,
@@ -60,6 +61,7 @@ fn simhash_with_fold(
 }
 
 /// The features behind a fingerprint, in order of first occurrence, with their weights and hashes.
+// Not `simhash_features` in Rust: that symbol is 0.1.0 and 0.2.0's (`crate::api::old_symbols`).
 #[pg_extern(immutable, strict, parallel_safe, cost = 100, name = "simhash_features")]
 fn simhash_features_with_fold(
     doc: Text,
@@ -73,26 +75,6 @@ fn simhash_features_with_fold(
         &doc,
         &options(&tokenizer, shingle, &weighting, stopwords, &fold.to_utf8()),
     )
-}
-
-// The C entry points of 0.2.0's `simhash(doc, tokenizer, shingle, weighting, stopwords)` and
-// `simhash_features(...)`: between installing this library and `ALTER EXTENSION simhash_ext UPDATE`,
-// the old SQL definitions call them with five arguments (fold 'auto', which is 0.2.0's result for
-// 0.2.0's options). The update replaces those definitions, so no SQL is generated for these.
-#[pg_extern(immutable, strict, parallel_safe, sql = false)]
-fn simhash(doc: Text, tokenizer: Text, shingle: i32, weighting: Text, stopwords: bool) -> Option<i64> {
-    fingerprint(&doc, &options(&tokenizer, shingle, &weighting, stopwords, "auto"))
-}
-
-#[pg_extern(immutable, strict, parallel_safe, sql = false)]
-fn simhash_features(
-    doc: Text,
-    tokenizer: Text,
-    shingle: i32,
-    weighting: Text,
-    stopwords: bool,
-) -> TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, i64))> {
-    feature_rows(&doc, &options(&tokenizer, shingle, &weighting, stopwords, "auto"))
 }
 
 /// Why `a` and `b` are or are not near-duplicates under the options of `simhash()`: a `distance` row

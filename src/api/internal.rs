@@ -1,13 +1,15 @@
 //! Schema `simhash_internal`: what the PL/pgSQL of `sql/src/*.sql` calls and users do not (see
 //! docs/ARCHITECTURE.md §6.2, §6.10). Here, the attachment's one encoder and decoder for SQL: attach writes
-//! a trigger's arguments with [`encode_attachment`], every SQL reader decodes them with
-//! [`decode_attachment`], and both go through [`Attachment`], as the trigger, lookups and dedup do.
+//! a trigger's arguments with `encode_attachment` (Rust [`simhash_internal::encode_verifying`]), every
+//! SQL reader decodes them with `decode_attachment` (Rust [`simhash_internal::decode_verifying`]), and
+//! both go through [`Attachment`], as the trigger, lookups and dedup do. The entry points that older
+//! versions' SQL names are in `crate::api::old_symbols`.
 
 // The schema is made by pgrx (`CREATE SCHEMA IF NOT EXISTS`, which fails in an extension script
 // when a schema of that name exists and is not the extension's); sql/src/attachment.sql comments
 // it and lets PUBLIC use it: its functions run as the caller of simhash_attach() and the others.
 #[pgrx::pg_schema]
-mod simhash_internal {
+pub(crate) mod simhash_internal {
     use pgrx::prelude::*;
 
     use crate::attachment::{Attachment, GivenOptions, RowKey};
@@ -32,9 +34,8 @@ mod simhash_internal {
 
     /// Splits `pg_trigger.tgargs` into its arguments, passed on untouched (in the server encoding, like
     /// every catalog name): what `CREATE TRIGGER` is given again when a trigger is remade.
-    /// Its Rust name is 0.3.0's: that version's SQL calls this symbol until `ALTER EXTENSION ... UPDATE`.
     #[pg_extern(immutable, strict, parallel_safe, name = "trigger_args")]
-    fn simhash_trigger_args(tgargs: &[u8]) -> Vec<ServerBytes> {
+    pub(crate) fn trigger_args(tgargs: &[u8]) -> Vec<ServerBytes> {
         split_args(tgargs)
             .into_iter()
             .map(|a| ServerBytes(a.to_vec()))
@@ -43,10 +44,11 @@ mod simhash_internal {
 
     /// The trigger arguments (as `tgargs` holds them) of a new attachment with these settings (NULL:
     /// the method's default), or the error naming the first bad setting, in the order of
-    /// [`Attachment::new`].
+    /// [`Attachment::new`]. SQL's `encode_attachment`, not so named in Rust: that symbol is
+    /// 0.4.0's (`crate::api::old_symbols`).
     #[allow(clippy::too_many_arguments)]
     #[pg_extern(immutable, parallel_safe, name = "encode_attachment")]
-    fn encode_verifying(
+    pub(crate) fn encode_verifying(
         text_column: Option<Text>,
         method: Option<Text>,
         max_distance: Option<i32>,
@@ -104,50 +106,13 @@ mod simhash_internal {
         tgargs
     }
 
-    /// 0.5.0 to 0.10.0's `encode_attachment` (without `verify`): an attachment that does not
-    /// verify, as those versions made them, between installing this library and `ALTER EXTENSION
-    /// ... UPDATE`.
-    #[allow(clippy::too_many_arguments)]
-    #[pg_extern(immutable, parallel_safe, sql = false)]
-    fn encode(
-        text_column: Option<Text>,
-        method: Option<Text>,
-        max_distance: Option<i32>,
-        threshold: Option<f64>,
-        on_duplicate: Option<Text>,
-        tokenizer: Option<Text>,
-        shingle: Option<i32>,
-        weighting: Option<Text>,
-        stopwords: Option<bool>,
-        fold: Option<Text>,
-        scope: Option<Text>,
-        registry: Option<bool>,
-        min_length: Option<i32>,
-    ) -> Vec<u8> {
-        encode_verifying(
-            text_column,
-            method,
-            max_distance,
-            threshold,
-            on_duplicate,
-            tokenizer,
-            shingle,
-            weighting,
-            stopwords,
-            fold,
-            scope,
-            registry,
-            min_length,
-            Some(false),
-        )
-    }
-
     /// The attachment a `simhash_trigger()` trigger's arguments record, with the names of the columns
-    /// derived from it; no row when they are not a simhash_trigger()'s.
+    /// derived from it; no row when they are not a simhash_trigger()'s. SQL's `decode_attachment`,
+    /// not so named in Rust: that symbol is 0.4.0's (`crate::api::old_symbols`).
     // pgrx reads the output columns from the signature: the type cannot be an alias.
     #[allow(clippy::type_complexity)]
     #[pg_extern(immutable, strict, parallel_safe, name = "decode_attachment")]
-    fn decode_verifying(
+    pub(crate) fn decode_verifying(
         tgargs: &[u8],
     ) -> TableIterator<
         'static,
@@ -197,107 +162,6 @@ mod simhash_internal {
         TableIterator::new(row)
     }
 
-    /// 0.5.0 to 0.10.0's `decode_attachment`: its 16 columns, without `verify`.
-    #[allow(clippy::type_complexity)]
-    #[pg_extern(immutable, strict, parallel_safe, sql = false)]
-    fn decode(
-        tgargs: &[u8],
-    ) -> TableIterator<
-        'static,
-        (
-            name!(text_column, ServerText),
-            name!(fingerprint_column, ServerText),
-            name!(band_columns, Vec<ServerText>),
-            name!(max_distance, Option<i32>),
-            name!(on_duplicate, String),
-            name!(flag_column, Option<ServerText>),
-            name!(tokenizer, String),
-            name!(shingle, i32),
-            name!(weighting, Option<String>),
-            name!(stopwords, bool),
-            name!(fold, String),
-            name!(scope_column, Option<ServerText>),
-            name!(registry, bool),
-            name!(min_length, i32),
-            name!(method, String),
-            name!(threshold, Option<f64>),
-        ),
-    > {
-        TableIterator::new(decode_verifying(tgargs).map(|r| {
-            (
-                r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13, r.14, r.15,
-            )
-        }))
-    }
-
-    // 0.4.0's declarations of `encode_attachment` and `decode_attachment` name these symbols, with
-    // 0.4.0's arguments and columns: they serve its SQL (which attaches with SimHash only) between
-    // installing this library and `ALTER EXTENSION ... UPDATE` (docs/ARCHITECTURE.md §12.1).
-
-    /// 0.4.0's `encode_attachment`: a SimHash attachment.
-    #[allow(clippy::too_many_arguments)]
-    #[pg_extern(immutable, parallel_safe, sql = false)]
-    fn encode_attachment(
-        text_column: Option<Text>,
-        max_distance: Option<i32>,
-        on_duplicate: Option<Text>,
-        tokenizer: Option<Text>,
-        shingle: Option<i32>,
-        weighting: Option<Text>,
-        stopwords: Option<bool>,
-        fold: Option<Text>,
-        scope: Option<Text>,
-        registry: Option<bool>,
-        min_length: Option<i32>,
-    ) -> Vec<u8> {
-        encode(
-            text_column,
-            None,
-            max_distance,
-            None,
-            on_duplicate,
-            tokenizer,
-            shingle,
-            weighting,
-            stopwords,
-            fold,
-            scope,
-            registry,
-            min_length,
-        )
-    }
-
-    /// 0.4.0's `decode_attachment`: its 14 columns, without the method and threshold.
-    #[allow(clippy::type_complexity)]
-    #[pg_extern(immutable, strict, parallel_safe, sql = false)]
-    fn decode_attachment(
-        tgargs: &[u8],
-    ) -> TableIterator<
-        'static,
-        (
-            name!(text_column, ServerText),
-            name!(fingerprint_column, ServerText),
-            name!(band_columns, Vec<ServerText>),
-            name!(max_distance, Option<i32>),
-            name!(on_duplicate, String),
-            name!(flag_column, Option<ServerText>),
-            name!(tokenizer, String),
-            name!(shingle, i32),
-            name!(weighting, Option<String>),
-            name!(stopwords, bool),
-            name!(fold, String),
-            name!(scope_column, Option<ServerText>),
-            name!(registry, bool),
-            name!(min_length, i32),
-        ),
-    > {
-        TableIterator::new(
-            decode(tgargs).map(|(a, b, c, d, e, f, g, h, i, j, k, l, m, n, _, _)| {
-                (a, b, c, d, e, f, g, h, i, j, k, l, m, n)
-            }),
-        )
-    }
-
     /// The names of the objects an attachment of `text_column` of `table_name` makes besides its
     /// columns: its triggers, and for `registry => true` the registered-fingerprint column and the
     /// registry's tables and view (in the table's schema, unqualified, unquoted, maybe over 63 bytes).
@@ -338,7 +202,11 @@ mod simhash_internal {
     /// The trigger arguments `tgargs` with verification set as `simhash_set_verify()` asks (the
     /// threshold: as it was when NULL), or the error of a setting the attachment does not take.
     #[pg_extern(immutable, parallel_safe, name = "reencode_attachment")]
-    fn reencode(tgargs: &[u8], verify: Option<bool>, threshold: Option<f64>) -> Vec<u8> {
+    pub(crate) fn reencode_attachment(
+        tgargs: &[u8],
+        verify: Option<bool>,
+        threshold: Option<f64>,
+    ) -> Vec<u8> {
         let args: Vec<String> = split_args(tgargs).into_iter().map(server_to_utf8_lossy).collect();
         let Some(att) = Attachment::from_args(&args) else {
             crate::errors::EncodedError {

@@ -173,8 +173,8 @@ fn simhash_probes(
 
 extension_sql_file!(
     "../../sql/src/near_duplicates.sql",
-    name = "simhash_near_duplicates",
-    requires = ["simhash_tables"]
+    name = "near_duplicates",
+    requires = ["ddl_command_start"]
 );
 
 /// What one lookup costs: band values probed, index entries read, heap tuples fetched, rows found.

@@ -11,6 +11,7 @@ pub mod fingerprint;
 pub mod internal;
 pub mod lookup;
 pub mod minhash;
+pub mod old_symbols;
 pub mod online;
 pub mod tables;
 pub mod trigger;

@@ -53,6 +53,6 @@ unsafe fn require_top_level(fcinfo: pg_sys::FunctionCallInfo) {
 
 extension_sql_file!(
     "../../sql/src/online.sql",
-    name = "simhash_online_sql",
-    requires = ["simhash_tables", minhash_bands]
+    name = "online",
+    requires = ["ddl_command_start", minhash_bands]
 );

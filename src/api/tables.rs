@@ -5,16 +5,17 @@
 use pgrx::prelude::*;
 
 // The SQL and PL/pgSQL of attach, detach, the catalog views and the DDL hooks, in install order:
-// each file requires the one before it, and the last is `simhash_tables`, which others require.
+// each file requires the one before it, and the last is `ddl_command_start`, which others require.
+// Each is named as its file.
 extension_sql_file!(
     "../../sql/src/attachment.sql",
-    name = "simhash_attachment_sql",
+    name = "attachment",
     requires = [
-        "simhash_trigger",
-        simhash_internal::simhash_trigger_args,
+        "trigger",
+        simhash_internal::trigger_args,
         // The Rust names of SQL's encode_attachment and decode_attachment (pgrx resolves a path by
-        // the Rust name; the functions named encode and decode in Rust are 0.5.0 to 0.10.0's, and
-        // encode_attachment and decode_attachment 0.4.0's, without SQL:
+        // the Rust name; the functions named encode_attachment and decode_attachment in Rust are
+        // 0.4.0's entry points, without SQL, in crate::api::old_symbols:
         // scripts/check_sql_requires.py).
         simhash_internal::encode_verifying,
         simhash_internal::decode_verifying,
@@ -24,41 +25,44 @@ extension_sql_file!(
 );
 extension_sql_file!(
     "../../sql/src/fill.sql",
-    name = "simhash_fill_sql",
+    name = "fill",
     requires = [
-        "simhash_attachment_sql",
+        "attachment",
         simhash_with_fold,
-        simhash_fill_reset,
-        simhash_fill_stash,
-        simhash_fill_value,
+        fill_reset,
+        fill_stash,
+        fill_value,
         simhash_internal::execute_as_owner
     ]
 );
 extension_sql_file!(
     "../../sql/src/attach.sql",
-    name = "simhash_attach_sql",
-    requires = ["simhash_fill_sql", simhash_band, simhash_internal::reencode]
+    name = "attach",
+    requires = ["fill", simhash_band, simhash_internal::reencode_attachment]
 );
 extension_sql_file!(
     "../../sql/src/registry.sql",
-    name = "simhash_registry_sql",
-    requires = ["simhash_attach_sql", hamming]
+    name = "registry",
+    requires = ["attach", hamming, simhash_internal::check_attached_partitions]
 );
+// simhash_near_duplicates_sql(): the lookup as one SQL query, for EXPLAIN.
 extension_sql_file!(
-    "../../sql/src/near_duplicates_sql.sql",
-    name = "simhash_near_duplicates_sql",
-    requires = ["simhash_registry_sql", simhash_band, hamming, simhash_probes]
+    "../../sql/src/near_duplicates_query.sql",
+    name = "near_duplicates_query",
+    requires = ["registry", simhash_band, hamming, simhash_probes]
 );
+// simhash_ddl_command_start(), its event trigger and what it calls: ATTACH PARTITION, RENAME COLUMN.
 extension_sql_file!(
-    "../../sql/src/ddl.sql",
-    name = "simhash_tables",
-    requires = ["simhash_near_duplicates_sql"]
+    "../../sql/src/ddl_command_start.sql",
+    name = "ddl_command_start",
+    requires = ["near_duplicates_query"]
 );
-// The warning about who may create objects in the extension's schema, given as the script ends.
+// The warning about who may create objects in the extension's schema, given as the script ends:
+// after every other file but the comments.
 extension_sql_file!(
     "../../sql/src/schema_grants.sql",
-    name = "simhash_schema_grants_sql",
-    requires = ["simhash_tables"]
+    name = "schema_grants",
+    requires = ["ddl_command_start", "near_duplicates", "online"]
 );
 // The descriptions of the public functions that have none where they are defined: last.
-extension_sql_file!("../../sql/src/comments.sql", name = "simhash_comments", finalize);
+extension_sql_file!("../../sql/src/comments.sql", name = "comments", finalize);

@@ -45,4 +45,4 @@ unsafe fn check_trigger(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     crate::write::trigger::on_written(td, &|| extension_schema(fcinfo))
 }
 
-extension_sql_file!("../../sql/src/trigger.sql", name = "simhash_trigger");
+extension_sql_file!("../../sql/src/trigger.sql", name = "trigger");

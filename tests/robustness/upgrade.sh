@@ -126,6 +126,17 @@ SQL
         "$(sqlstate "$db" "INSERT INTO late VALUES (1000, (SELECT body || '！' FROM late WHERE id = 1))")" 23505
     expect "$db: simhash_attachments() of version $version lists it" \
         "$(q "$db" -c "SELECT on_duplicate FROM simhash_attachments() WHERE table_name = 'late'::regclass")" error
+    # 0.11.0 on: simhash_set_verify re-encodes an attachment's trigger arguments, and detach takes it off.
+    if [ "$(q "$db" -c "SELECT to_regproc('simhash_set_verify') IS NOT NULL")" = t ]; then
+        q "$db" >/dev/null <<'SQL'
+CREATE TABLE reverified (id int PRIMARY KEY, body text);
+SELECT simhash_attach('reverified', 'body');
+SELECT simhash_set_verify('reverified', true);
+SQL
+        expect "$db: simhash_set_verify of version $version verifies with the new library" \
+            "$(q "$db" -c "SELECT verify FROM simhash_attachments() WHERE table_name = 'reverified'::regclass")" t
+        q "$db" -c "SELECT simhash_detach('reverified')" -c "DROP TABLE reverified" >/dev/null
+    fi
     has_event_trigger=$(q "$db" -c "SELECT count(*) FROM pg_event_trigger WHERE evtname = 'simhash_ddl_command_start'")
     if [ "$has_event_trigger" = 1 ]; then
         q "$db" >/dev/null <<'SQL'
