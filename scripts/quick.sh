@@ -6,15 +6,20 @@
 #   bash scripts/quick.sh insert_race scope        # only these (goldens or specs, by file name)
 #   bash scripts/quick.sh --no-build verify        # against what is installed already
 #   bash scripts/quick.sh --port 54340 ...         # another port for the throwaway server
+#   bash scripts/quick.sh --server 5432 --no-build insert_race   # a server already running
 #
-# Run as root, as scripts/test.sh: the throwaway server runs as the postgres user. Outputs and diffs:
-# /tmp/simhash-quick/out/{regress,isolation} (SIMHASH_QUICK_DIR names another directory than
-# /tmp/simhash-quick, for two runs at once).
+# Run as root, as scripts/test.sh: the throwaway server runs as the postgres user. With --server PORT
+# no server is started and root is not needed: the tests connect to the server on PORT (host
+# $PGHOST, else /tmp; as $PGUSER, else postgres: a superuser, since the goldens make roles), whose
+# PostgreSQL must be $PG_CONFIG's with the extension installed (--no-build, or a build this user may
+# install). Outputs and diffs: /tmp/simhash-quick/out/{regress,isolation} (SIMHASH_QUICK_DIR names
+# another directory than /tmp/simhash-quick, for two runs at once).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$ROOT"
 
 build=1
 port=54341
+running=0
 names=()
 while (($#)); do
     case $1 in
@@ -23,8 +28,13 @@ while (($#)); do
         port=$2
         shift
         ;;
+    --server)
+        port=$2
+        running=1
+        shift
+        ;;
     -h | --help)
-        sed -n '2,12p' "$0"
+        sed -n '2,16p' "$0"
         exit 0
         ;;
     *) names+=("$1") ;;
@@ -57,8 +67,14 @@ if [ -z "$regress$isolation" ]; then
     exit 2
 fi
 
-start_server "$dir" "$port"
-trap 'stop_server "$dir"' EXIT
+host=/tmp user=postgres
+if ((running)); then
+    host=${PGHOST:-/tmp} user=${PGUSER:-postgres}
+    rm -rf "$dir/out"
+else
+    start_server "$dir" "$port"
+    trap 'stop_server "$dir"' EXIT
+fi
 install -d "$dir/out"
 chmod 777 "$dir/out"
 pgxs=$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")
@@ -68,8 +84,8 @@ run() {
     local runner=$1 bindir=$2 inputdir=$3 kind=$4
     shift 4
     (($#)) || return 0
-    PG_ABS_SRCDIR=$ROOT/$inputdir "$runner" --bindir="$bindir" --host=/tmp --port="$port" \
-        --user=postgres --inputdir="$inputdir" --outputdir="$dir/out/$kind" \
+    PG_ABS_SRCDIR=$ROOT/$inputdir "$runner" --bindir="$bindir" --host="$host" --port="$port" \
+        --user="$user" --inputdir="$inputdir" --outputdir="$dir/out/$kind" \
         --dbname="simhash_$kind" --load-extension=simhash_ext "$@" || {
         status=1
         cat "$dir/out/$kind/regression.diffs" 2>/dev/null || true
