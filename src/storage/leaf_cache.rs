@@ -1,8 +1,8 @@
 //! The per-backend cache of leaf lists: for each band index (by OID) the [`LeafList`] that
 //! [`super::leafmap`] read of it, kept while it stays right (docs/ARCHITECTURE.md §5.3). A relcache
-//! invalidation of the index (or of every relation) drops its list; a new relfilenode, or another
-//! xmin advertised by this backend than the one the list was read under, replaces it by an empty
-//! one. A list is taken out of the cache for the length of one call ([`take`]) and put back after
+//! invalidation of the index (or of every relation) drops its list; a new relfilenode replaces it
+//! by an empty one. A list kept from an older xmin (the transactions before) is marked stale, its
+//! leaves checked as they are used, and replaced by an empty one if long. A list is taken out of the cache for the length of one call ([`take`]) and put back after
 //! it ([`Taken::put_back`]) unless an invalidation arrived meanwhile.
 
 use std::cell::{Cell, RefCell};
@@ -57,7 +57,16 @@ pub(super) struct LeafList {
     pub(super) logged: bool,
     pub(super) plain_probes: u32,
     pub(super) reread: bool,
+    /// Read under an older xmin than this backend advertises now: pages listed may have been
+    /// deleted and reused since, so each leaf taken from the list is checked before it is trusted
+    /// (`super::leafmap`, docs/ARCHITECTURE.md §5.3).
+    pub(super) stale: bool,
 }
+
+/// The longest list kept from one xmin to the next (about 400 kB, the leaves of two million band
+/// entries): a longer one is read again in each transaction that needs it, as memory a backend
+/// keeps between transactions should stay small.
+const KEPT_LEAVES: usize = 8192;
 
 thread_local! {
     static LISTS: RefCell<HashMap<pg_sys::Oid, LeafList>> = RefCell::new(HashMap::new());
@@ -101,8 +110,9 @@ pub(super) struct Taken {
 }
 
 /// Takes the list of `index` out of the cache: the one kept for it if it was read from the same
-/// relfilenode under the same xmin as this backend advertises now, else an empty one (which keeps
-/// only whether the same relfilenode is usable).
+/// relfilenode (marked stale if under another xmin than this backend advertises now, and dropped
+/// then if longer than [`KEPT_LEAVES`]), else an empty one (which keeps only whether the same
+/// relfilenode is usable).
 ///
 /// # Safety
 /// `index` must be an open index relation; the backend must have a `MyProc`.
@@ -116,13 +126,15 @@ pub(super) unsafe fn take(index: pg_sys::Relation) -> Taken {
         .with(|lists| lists.borrow_mut().get_mut(&relid).map(std::mem::take))
         .unwrap_or_default();
     let invalidations = INVALIDATIONS.with(Cell::get);
-    if list.relfilenode != relfilenode || list.xmin != xmin {
+    if list.relfilenode != relfilenode || (list.xmin != xmin && list.leaves.len() > KEPT_LEAVES) {
         list = LeafList {
             relfilenode,
             xmin,
             usable: list.usable.filter(|_| list.relfilenode == relfilenode),
             ..LeafList::default()
         };
+    } else if list.xmin != xmin {
+        list.stale = true;
     }
     Taken {
         relid,
@@ -139,4 +151,24 @@ impl Taken {
             LISTS.with(|lists| *lists.borrow_mut().entry(self.relid).or_default() = self.list);
         }
     }
+}
+
+/// Makes the list of the index `relid` what it could be after its pages were deleted and reused
+/// elsewhere in the index: every leaf's block is another leaf's (a rotation by `shift`), nothing is
+/// known of them, and the list is stale. Tests show that a stale list is checked as it is used.
+#[cfg(any(test, feature = "pg_test"))]
+pub fn scramble(relid: pg_sys::Oid, shift: usize) -> usize {
+    LISTS.with(|lists| {
+        let mut lists = lists.borrow_mut();
+        let Some(list) = lists.get_mut(&relid) else {
+            return 0;
+        };
+        let blocks: Vec<u32> = list.leaves.iter().map(|l| l.block).collect();
+        let n = blocks.len();
+        for (i, leaf) in list.leaves.iter_mut().enumerate() {
+            (leaf.block, leaf.recent, leaf.seen) = (blocks[(i + shift) % n], 0, None);
+        }
+        list.stale = true;
+        n
+    })
 }

@@ -17,9 +17,14 @@
 //! - A page is deleted only when empty, and its key range goes to its right sibling; a deleted or
 //!   half-dead page is skipped to the right, as a scan does.
 //! - A deleted page is reused only after every transaction that could still hold a pointer to it
-//!   has ended (its `safexid` has passed the global xmin horizon). The list is used only while this
-//!   backend advertises the same xmin it advertised when the list was read, which keeps that
-//!   horizon at or below it, so no page deleted since can have been reused.
+//!   has ended (its `safexid` has passed the global xmin horizon). While this backend advertises
+//!   the xmin it advertised when the list was read, that horizon stays at or below it, so no page
+//!   deleted since can have been reused. Under a later xmin (the next transactions: a single-row
+//!   write or lookup each) the list is kept but stale: a page taken from it is trusted only if it is
+//!   a live leaf from which no entry of the value can lie to the left (nothing left of it, or its
+//!   high key or its first item below the value), which holds wherever in the index a reused page
+//!   ended up, since the leaves are one chain in key order; otherwise the list is read again.
+//!   Pages reached by right-links from a page read now are as safe as a scan's.
 //! - An index rebuilt (REINDEX, TRUNCATE, VACUUM FULL) sends a relcache invalidation, which drops
 //!   the list; a new relfilenode drops it too.
 //!
@@ -46,6 +51,14 @@ use crate::compat;
 
 /// Probe batches served from leaf lists in this backend (tests show the lists are used).
 pub static SERVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Lists read again because a leaf of a list kept from an older xmin was not where it said (tests).
+pub static STALE_REREADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// See [`leaf_cache::scramble`] (tests only).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn scramble_list(relid: pg_sys::Oid, shift: usize) -> usize {
+    leaf_cache::scramble(relid, shift)
+}
 
 /// `simhash.leaf_map`: read band indexes through the backend's leaf-page lists.
 pub static LEAF_MAP: GucSetting<bool> = GucSetting::<bool>::new(true);
@@ -225,12 +238,15 @@ impl Leaf {
 /// right while a page is deleted or its high key is below the value. `listed` is the list's entry
 /// when `block` comes straight from the list: its buffer is tried first, and what the page said
 /// when last read stands while its LSN is the same (`logged` indexes only). None if a page is not
-/// what it must be; also counts the pages moved over.
+/// what it must be; also counts the pages moved over. With `walk.stale` (a list read under an older
+/// xmin), `block` is first shown to be a leaf where the value's entries cannot start further left
+/// ([`starts_before`]); if it is not, `walk.stale` says so and None is returned.
 ///
 /// # Safety
 /// `index` must be an open and locked index for which [`layout_ok`] held, read under an MVCC
-/// snapshot while this backend's xmin is the one its list was read under (the module's argument);
-/// `block` one of its pages; `listed`, if given, the list's entry for `block`.
+/// snapshot; `block` one of its pages, from a list read while this backend advertised the xmin it
+/// advertises now (the module's argument) or checked (`walk.stale`); `listed`, if given, the
+/// list's entry for `block`.
 unsafe fn find_leaf(
     index: pg_sys::Relation,
     mut block: pg_sys::BlockNumber,
@@ -238,13 +254,17 @@ unsafe fn find_leaf(
     logged: bool,
     mut low: i64,
     value: i64,
-    moves: &mut u32,
+    walk: &mut Walk,
 ) -> Option<Leaf> {
     loop {
         let page = match listed.as_deref_mut() {
             Some(entry) => Page::read_recent(index, block, &mut entry.recent),
             None => Page::read(index, block),
         };
+        if listed.is_some() && walk.stale == Some(false) && !starts_before(&page, value) {
+            walk.stale = Some(true);
+            return None;
+        }
         match links(&page, listed.as_deref_mut(), logged)? {
             Links::Deleted { next } => block = next,
             Links::Leaf {
@@ -267,10 +287,50 @@ unsafe fn find_leaf(
                 });
             }
         }
-        *moves += 1;
+        walk.moves += 1;
         listed = None;
         drop(page); // one page locked at a time, as a scan moving right
     }
+}
+
+/// Whether the entries of `value` start on `page` or to its right, whatever happened to the page
+/// since a list named it (split, emptied, deleted, reused anywhere in the index): it is a live leaf
+/// and either nothing lies left of it, or its high key is below the value, or its first item's key
+/// is. The leaves form one chain in key order, so no entry of the value lies left of such a page.
+fn starts_before(page: &Page, value: i64) -> bool {
+    let Some(opaque) = page.opaque() else { return false };
+    if opaque.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0
+        || opaque.btpo_flags & BTP_LEAF == 0
+        || opaque.btpo_level != 0
+    {
+        return false;
+    }
+    if opaque.btpo_prev == P_NONE {
+        return true;
+    }
+    if opaque.btpo_next != P_NONE
+        && page
+            .tuple(P_HIKEY)
+            .and_then(|t| t.key(true))
+            .is_some_and(|high| high < value)
+    {
+        return true;
+    }
+    let first = first_data_key(&opaque);
+    first <= page.max_offset()
+        && page
+            .tuple(first)
+            .and_then(|t| t.key(false))
+            .is_some_and(|key| key < value)
+}
+
+/// What a [`find_leaf`] did: the pages it moved right over, and, for a list read under an older
+/// xmin (`Some`), whether the page it started from was not shown to hold the value's first entries
+/// (`Some(true)`: the list must be read again).
+#[derive(Default)]
+struct Walk {
+    moves: u32,
+    stale: Option<bool>,
 }
 
 /// What [`find_leaf`] needs of a page to know whether to move right.
@@ -410,6 +470,7 @@ unsafe fn read_equal(
     values: &[i32],
     limit: usize,
     out: &mut Vec<Entry>,
+    stale: &mut Option<bool>,
 ) -> Option<u32> {
     let mut listed = [0usize; PREFETCHED];
     prefetch(leaves, values, &mut listed);
@@ -429,18 +490,17 @@ unsafe fn read_equal(
                     None => listed_leaf(leaves, value),
                 };
                 let (low, block) = (leaves[at].low, leaves[at].block);
-                let mut moves = 0;
-                let mut leaf = find_leaf(
-                    index,
-                    block,
-                    Some(&mut leaves[at]),
-                    logged,
-                    low,
-                    value,
-                    &mut moves,
-                )?;
-                all_moves += moves;
-                if moves == 0 {
+                let mut walk = Walk {
+                    moves: 0,
+                    stale: stale.map(|_| false),
+                };
+                let found = find_leaf(index, block, Some(&mut leaves[at]), logged, low, value, &mut walk);
+                if walk.stale == Some(true) {
+                    *stale = Some(true);
+                }
+                let mut leaf = found?;
+                all_moves += walk.moves;
+                if walk.moves == 0 {
                     leaf.bound = list_high(leaves, at);
                 }
                 leaf
@@ -496,8 +556,7 @@ unsafe fn read_value(
         }
         let next = leaf.next;
         drop(leaf);
-        let mut moves = 0;
-        leaf = find_leaf(index, next, None, logged, value - 1, value, &mut moves)?;
+        leaf = find_leaf(index, next, None, logged, value - 1, value, &mut Walk::default())?;
     }
 }
 
@@ -575,6 +634,7 @@ pub unsafe fn equal_entries(
 /// As [`read_leaves`].
 unsafe fn reread_leaves(index: pg_sys::Relation, list: &mut LeafList) {
     let mut leaves = read_leaves(index).unwrap_or_default();
+    (list.xmin, list.stale) = ((*pg_sys::MyProc).xmin, false);
     let known: HashMap<u32, Listed> = list
         .leaves
         .iter()
@@ -604,14 +664,36 @@ unsafe fn read_listed(
     out: &mut Vec<Entry>,
 ) -> bool {
     let start = out.len();
-    match read_equal(
+    let mut stale = list.stale.then_some(false);
+    let mut read = read_equal(
         index,
         &mut list.leaves,
         list.logged,
         values,
         limit.saturating_add(start),
         out,
-    ) {
+        &mut stale,
+    );
+    if stale == Some(true) {
+        // A leaf of a list read under an older xmin is not where the list put it: read the list
+        // again, under this xmin, and the values through it.
+        out.truncate(start);
+        reread_leaves(index, list);
+        STALE_REREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if list.leaves.is_empty() {
+            return false;
+        }
+        read = read_equal(
+            index,
+            &mut list.leaves,
+            list.logged,
+            values,
+            limit.saturating_add(start),
+            out,
+            &mut None,
+        );
+    }
+    match read {
         Some(moves) => {
             list.reread = moves >= MOVES_BEFORE_REREAD;
             SERVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -171,4 +171,50 @@ SELECT (SELECT count(*) FROM found_wide) AS leaf_lists, (SELECT count(*) FROM fo
        (SELECT count(*) FROM (SELECT * FROM found_wide EXCEPT SELECT * FROM found_wide_scan) x) AS only_leaf_lists,
        (SELECT count(*) FROM (SELECT * FROM found_wide_scan EXCEPT SELECT * FROM found_wide) x) AS only_index_scans;
 DROP TABLE wide;
+-- Lists are kept from one transaction to the next, stale: a page a list names may have been
+-- emptied, deleted and reused elsewhere in the index since. Here the leaves of band 0 between
+-- 8192 and 36863 are emptied and deleted by VACUUM, freed by a second one, and reused by rows
+-- of higher band values, then the deleted rows come back: a lookup in a later transaction finds
+-- what index scans find. (VACUUM's new statistics of the index usually drop the list, by a relcache
+-- invalidation; the #[pg_test] stale_leaf_lists_are_checked_where_they_are_used makes a list that
+-- names reused pages.)
+CREATE TABLE reuse (id int PRIMARY KEY, body text);
+SELECT simhash_attach('reuse', 'body', max_distance => 8);
+INSERT INTO reuse SELECT id, body FROM big WHERE id <= 40000;
+CREATE TEMP TABLE reuse_queries AS
+SELECT id AS src, body_simhash AS fp FROM big WHERE id <= 40000 AND id % 20 = 0 AND body_band0 BETWEEN 8192 AND 36863;
+SELECT count(*) > 200 AS enough FROM reuse_queries;
+SELECT count(*) > 0 AS found FROM reuse_queries q, simhash_near_duplicates(NULL::reuse, q.fp, max_distance => 8) n;
+-- Written with the lists out of use, so that this backend's list of band 0 stays as read above.
+SET simhash.leaf_map = off;
+DELETE FROM reuse WHERE body_band0 BETWEEN 8192 AND 36863;
+VACUUM reuse;
+SELECT txid_current() > 0 AS xid_used;
+VACUUM reuse;
+CREATE EXTENSION pgstattuple;
+CREATE TEMP VIEW band0_deleted AS
+SELECT (pgstatindex(i.indexrelid::regclass)).deleted_pages
+FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+WHERE i.indrelid = 'reuse'::regclass AND a.attname = 'body_band0';
+CREATE TEMP TABLE deleted_before AS SELECT deleted_pages FROM band0_deleted;
+SELECT deleted_pages > 20 AS leaves_deleted FROM deleted_before;
+INSERT INTO reuse SELECT id, body FROM big WHERE id > 40000 AND body_band0 >= 40000;
+INSERT INTO reuse SELECT id, body FROM big WHERE id <= 40000 AND body_band0 BETWEEN 8192 AND 36863;
+SELECT d.deleted_pages < b.deleted_pages / 2 AS leaves_reused FROM band0_deleted d, deleted_before b;
+RESET simhash.leaf_map;
+CREATE TEMP TABLE found_reuse AS
+SELECT k, q.src, (n.item).id, n.distance
+FROM (VALUES (0), (8)) v(k), reuse_queries q, simhash_near_duplicates(NULL::reuse, q.fp, max_distance => k) n;
+SET simhash.leaf_map = off;
+CREATE TEMP TABLE found_reuse_scan AS
+SELECT k, q.src, (n.item).id, n.distance
+FROM (VALUES (0), (8)) v(k), reuse_queries q, simhash_near_duplicates(NULL::reuse, q.fp, max_distance => k) n;
+RESET simhash.leaf_map;
+SELECT (SELECT count(*) FROM found_reuse) = (SELECT count(*) FROM found_reuse_scan) AS same_count,
+       (SELECT count(*) FROM found_reuse WHERE k = 0) >= (SELECT count(*) FROM reuse_queries) AS each_finds_itself,
+       (SELECT count(*) FROM (SELECT * FROM found_reuse EXCEPT SELECT * FROM found_reuse_scan) x) AS only_leaf_lists,
+       (SELECT count(*) FROM (SELECT * FROM found_reuse_scan EXCEPT SELECT * FROM found_reuse) x) AS only_index_scans;
+DROP VIEW band0_deleted;
+DROP TABLE reuse;
+DROP EXTENSION pgstattuple;
 DROP TABLE big;
