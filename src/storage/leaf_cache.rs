@@ -2,7 +2,8 @@
 //! [`super::leafmap`] read of it, kept while it stays right (docs/ARCHITECTURE.md §5.3). A relcache
 //! invalidation of the index (or of every relation) drops its list; a new relfilenode replaces it
 //! by an empty one. A list kept from an older xmin (the transactions before) is marked stale, its
-//! leaves checked as they are used, and replaced by an empty one if long. A list is taken out of the cache for the length of one call ([`take`]) and put back after
+//! leaves checked as they are used, and replaced by an empty one if long or if the backend keeps
+//! many. A list is taken out of the cache for the length of one call ([`take`]) and put back after
 //! it ([`Taken::put_back`]) unless an invalidation arrived meanwhile.
 
 use std::cell::{Cell, RefCell};
@@ -63,10 +64,13 @@ pub(super) struct LeafList {
     pub(super) stale: bool,
 }
 
-/// The longest list kept from one xmin to the next (about 400 kB, the leaves of two million band
+/// The longest list kept from one xmin to the next (about 450 kB, the leaves of two million band
 /// entries): a longer one is read again in each transaction that needs it, as memory a backend
 /// keeps between transactions should stay small.
 const KEPT_LEAVES: usize = 8192;
+/// The leaves of all the lists a backend keeps from one xmin to the next (about 1.8 MB): past it,
+/// a list is read again in each transaction.
+const KEPT_TOTAL: usize = 32768;
 
 thread_local! {
     static LISTS: RefCell<HashMap<pg_sys::Oid, LeafList>> = RefCell::new(HashMap::new());
@@ -111,8 +115,8 @@ pub(super) struct Taken {
 
 /// Takes the list of `index` out of the cache: the one kept for it if it was read from the same
 /// relfilenode (marked stale if under another xmin than this backend advertises now, and dropped
-/// then if longer than [`KEPT_LEAVES`]), else an empty one (which keeps only whether the same
-/// relfilenode is usable).
+/// then if longer than [`KEPT_LEAVES`] or past [`KEPT_TOTAL`] with the others), else an empty one
+/// (which keeps only whether the same relfilenode is usable).
 ///
 /// # Safety
 /// `index` must be an open index relation; the backend must have a `MyProc`.
@@ -126,7 +130,11 @@ pub(super) unsafe fn take(index: pg_sys::Relation) -> Taken {
         .with(|lists| lists.borrow_mut().get_mut(&relid).map(std::mem::take))
         .unwrap_or_default();
     let invalidations = INVALIDATIONS.with(Cell::get);
-    if list.relfilenode != relfilenode || (list.xmin != xmin && list.leaves.len() > KEPT_LEAVES) {
+    let too_many = || {
+        let others: usize = LISTS.with(|lists| lists.borrow().values().map(|l| l.leaves.len()).sum());
+        list.leaves.len() > KEPT_LEAVES || others + list.leaves.len() > KEPT_TOTAL
+    };
+    if list.relfilenode != relfilenode || (list.xmin != xmin && too_many()) {
         list = LeafList {
             relfilenode,
             xmin,
