@@ -58,10 +58,18 @@ pub(super) struct LeafList {
     pub(super) logged: bool,
     pub(super) plain_probes: u32,
     pub(super) reread: bool,
-    /// Read under an older xmin than this backend advertises now: pages listed may have been
-    /// deleted and reused since, so each leaf taken from the list is checked before it is trusted
-    /// (`super::leafmap`, docs/ARCHITECTURE.md §5.3).
-    pub(super) stale: bool,
+}
+
+impl LeafList {
+    /// Whether the list was read under another xmin than this backend advertises now: pages listed
+    /// may have been deleted and reused since, so each leaf taken from the list is checked before
+    /// it is trusted (`super::leafmap`, docs/ARCHITECTURE.md §5.3).
+    ///
+    /// # Safety
+    /// The backend must have a `MyProc`.
+    pub(super) unsafe fn stale(&self) -> bool {
+        self.xmin != (*pg_sys::MyProc).xmin
+    }
 }
 
 /// The longest list kept from one xmin to the next (about 450 kB, the leaves of two million band
@@ -114,8 +122,8 @@ pub(super) struct Taken {
 }
 
 /// Takes the list of `index` out of the cache: the one kept for it if it was read from the same
-/// relfilenode (marked stale if under another xmin than this backend advertises now, and dropped
-/// then if longer than [`KEPT_LEAVES`] or past [`KEPT_TOTAL`] with the others), else an empty one
+/// relfilenode (stale if under another xmin than this backend advertises now, and dropped then
+/// if longer than [`KEPT_LEAVES`] or past [`KEPT_TOTAL`] with the others), else an empty one
 /// (which keeps only whether the same relfilenode is usable).
 ///
 /// # Safety
@@ -141,8 +149,6 @@ pub(super) unsafe fn take(index: pg_sys::Relation) -> Taken {
             usable: list.usable.filter(|_| list.relfilenode == relfilenode),
             ..LeafList::default()
         };
-    } else if list.xmin != xmin {
-        list.stale = true;
     }
     Taken {
         relid,
@@ -163,7 +169,7 @@ impl Taken {
 
 /// Makes the list of the index `relid` what it could be after its pages were deleted and reused
 /// elsewhere in the index: every leaf's block is another leaf's (a rotation by `shift`), nothing is
-/// known of them, and the list is stale. Tests show that a stale list is checked as it is used.
+/// known of them, and the list is stale (read under no xmin this backend advertises). Tests show that a stale list is checked as it is used.
 #[cfg(any(test, feature = "pg_test"))]
 pub fn scramble(relid: pg_sys::Oid, shift: usize) -> usize {
     LISTS.with(|lists| {
@@ -176,7 +182,7 @@ pub fn scramble(relid: pg_sys::Oid, shift: usize) -> usize {
         for (i, leaf) in list.leaves.iter_mut().enumerate() {
             (leaf.block, leaf.recent, leaf.seen) = (blocks[(i + shift) % n], 0, None);
         }
-        list.stale = true;
+        list.xmin = pg_sys::InvalidTransactionId;
         n
     })
 }

@@ -634,7 +634,7 @@ pub unsafe fn equal_entries(
 /// As [`read_leaves`].
 unsafe fn reread_leaves(index: pg_sys::Relation, list: &mut LeafList) {
     let mut leaves = read_leaves(index).unwrap_or_default();
-    (list.xmin, list.stale) = ((*pg_sys::MyProc).xmin, false);
+    list.xmin = (*pg_sys::MyProc).xmin;
     let known: HashMap<u32, Listed> = list
         .leaves
         .iter()
@@ -664,17 +664,20 @@ unsafe fn read_listed(
     out: &mut Vec<Entry>,
 ) -> bool {
     let start = out.len();
-    let mut stale = list.stale.then_some(false);
-    let mut read = read_equal(
-        index,
-        &mut list.leaves,
-        list.logged,
-        values,
-        limit.saturating_add(start),
-        out,
-        &mut stale,
-    );
-    if stale == Some(true) {
+    let mut stale = list.stale().then_some(false);
+    let read = loop {
+        let read = read_equal(
+            index,
+            &mut list.leaves,
+            list.logged,
+            values,
+            limit.saturating_add(start),
+            out,
+            &mut stale,
+        );
+        if stale != Some(true) {
+            break read;
+        }
         // A leaf of a list read under an older xmin is not where the list put it: read the list
         // again, under this xmin, and the values through it.
         out.truncate(start);
@@ -683,16 +686,8 @@ unsafe fn read_listed(
         if list.leaves.is_empty() {
             return false;
         }
-        read = read_equal(
-            index,
-            &mut list.leaves,
-            list.logged,
-            values,
-            limit.saturating_add(start),
-            out,
-            &mut None,
-        );
-    }
+        stale = None;
+    };
     match read {
         Some(moves) => {
             list.reread = moves >= MOVES_BEFORE_REREAD;
